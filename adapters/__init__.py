@@ -1,0 +1,1 @@
+"""The real world behind the ports: processes, signals, files, locks, the clock."""

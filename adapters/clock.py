@@ -1,0 +1,31 @@
+"""The system clock, whose sleep ends early when the runner is signalled."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from adapters.signals import SignalWatch
+
+
+class SystemClock:
+    def __init__(self, watch: SignalWatch) -> None:
+        self.watch = watch
+
+    def wall(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> int | None:
+        """Wait `seconds`; return the first forwarded signal that arrives meanwhile."""
+        end = time.monotonic() + seconds
+        while True:
+            remaining = end - time.monotonic()
+            received = self.watch.wait(max(0.0, remaining))
+            if received:
+                return received[0]
+            if remaining <= 0:
+                return None

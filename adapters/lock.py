@@ -1,0 +1,51 @@
+"""The apply lock: flock(LOCK_EX | LOCK_NB) on a file in the state folder."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+from adapters.state import ensure_folder
+from domain.errors import LockBusy, StateError
+
+
+class FcntlLock:
+    """An exclusive, non-blocking flock on `folder/lock`.
+
+    The lock belongs to the open file, not to the runner: a command that inherited
+    the descriptor keeps the lock for as long as any of its processes lives, even
+    if the runner is killed with SIGKILL.
+    """
+
+    def __init__(self, folder: str, filename: str = "lock") -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, filename)
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        ensure_folder(self.folder)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StateError(f"lock file {self.path} is a symbolic link; refusing it") from None
+            raise StateError(f"cannot open lock file {self.path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                raise LockBusy() from None
+            raise StateError(f"cannot lock {self.path}: {exc.strerror}") from None
+        self._fd = fd
+
+    def fds(self) -> tuple[int, ...]:
+        """The descriptor a command should inherit while the lock is held."""
+        return () if self._fd is None else (self._fd,)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

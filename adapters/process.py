@@ -1,0 +1,159 @@
+"""Process spawning: a command in its own session, ended with its whole group."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from domain.attempts import Outcome
+from domain.errors import ExitStatus, Interrupted
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from adapters.signals import SignalWatch
+
+RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Python ignores these; the command gets their default behaviour back."""
+
+SWEEP_INTERVAL = 0.01
+"""Seconds between checks for processes left in the group after its leader ended."""
+
+KILL_WAIT = 5.0
+"""Seconds to wait for SIGKILLed processes to vanish (one stuck in the kernel may not)."""
+
+
+class PosixProcessRunner:
+    """Runs a command with posix_spawn, never through a shell, in a new session.
+
+    The command's process group is signalled as a whole: on timeout (SIGTERM,
+    then SIGKILL after the grace), and with each signal the runner receives.
+    `inherit` names descriptors the command keeps, such as the apply lock.
+    """
+
+    def __init__(
+        self, watch: SignalWatch, inherit: Callable[[], tuple[int, ...]] = tuple
+    ) -> None:
+        self.watch = watch
+        self.inherit = inherit
+
+    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+        early = self.watch.pending()
+        if early:
+            raise Interrupted(early[0])
+        fds = self.inherit()
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        try:
+            pid = os.posix_spawnp(
+                cmd[0], cmd, os.environ, setsid=True, setsigdef=RESET_IN_CHILD
+            )
+        except OSError as exc:
+            rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
+            reason = exc.strerror or str(exc)
+            return Outcome(rc, error=f"cannot run {cmd[0]!r}: {reason}")
+        finally:
+            for fd in fds:
+                os.set_inheritable(fd, False)
+        return _Child(pid, self.watch, timeout, kill_after).wait()
+
+
+class _Child:
+    """One started command: waited for, signalled, and swept up after."""
+
+    def __init__(self, pid: int, watch: SignalWatch, timeout: float, kill_after: float) -> None:
+        self.pid = pid
+        self.watch = watch
+        self.kill_after = kill_after
+        now = time.monotonic()
+        self.deadline = now + timeout if timeout > 0 else None
+        self.kill_at: float | None = None
+        self.killed_at: float | None = None
+        self.signalled: int | None = None
+        self.timed_out = False
+
+    def wait(self) -> Outcome:
+        status = self._reap()
+        while status is None:
+            now = time.monotonic()
+            if self.deadline is not None and now >= self.deadline:
+                self.deadline = None
+                if self.signalled is None:
+                    self.timed_out = True
+                    self._terminate(signal.SIGTERM, now)
+            self._kill_when_due(now)
+            wake = min((t for t in (self.deadline, self.kill_at) if t is not None), default=None)
+            self._on_signals(self.watch.wait(None if wake is None else max(0.0, wake - now)))
+            status = self._reap()
+        if self.timed_out or self.signalled is not None:
+            self._sweep()
+        if self.timed_out:
+            rc = int(ExitStatus.TIMEOUT)
+        else:
+            code = os.waitstatus_to_exitcode(status)
+            rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code
+        return Outcome(rc, timed_out=self.timed_out, signal=self.signalled)
+
+    def _on_signals(self, received: list[int]) -> None:
+        for signum in received:
+            if self.signalled is None:
+                self.signalled = signum
+                self._terminate(signum, time.monotonic())
+            elif signum == self.signalled:
+                self._kill()
+            else:
+                self._signal_group(signum)
+
+    def _terminate(self, signum: int, now: float) -> None:
+        """Ask the group to end; a stopped process is woken so that it can."""
+        self._signal_group(signum)
+        self._signal_group(signal.SIGCONT)
+        if self.kill_at is None and self.killed_at is None and self.kill_after > 0:
+            self.kill_at = now + self.kill_after
+
+    def _kill_when_due(self, now: float) -> None:
+        if self.kill_at is not None and now >= self.kill_at:
+            self._kill()
+
+    def _kill(self) -> None:
+        self._signal_group(signal.SIGKILL)
+        self.kill_at = None
+        if self.killed_at is None:
+            self.killed_at = time.monotonic()
+
+    def _signal_group(self, signum: int) -> bool:
+        """Send `signum` to the group; False when no process of it is left."""
+        try:
+            os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def _sweep(self) -> None:
+        """After the leader ended: wait out the grace, then kill what is left of the group."""
+        while self._signal_group(0):
+            now = time.monotonic()
+            self._kill_when_due(now)
+            if self.killed_at is not None:
+                if now - self.killed_at > KILL_WAIT:
+                    return
+                self._kill()
+            self._on_signals(self.watch.wait(SWEEP_INTERVAL))
+            self._reap()
+
+    def _reap(self) -> int | None:
+        """Collect ended children, adopted orphans included; the command's status or None."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid == 0:
+                return None
+            if pid == self.pid:
+                return status

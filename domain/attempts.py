@@ -1,0 +1,99 @@
+"""The attempt state machine: from one attempt's outcome to the next step."""
+
+from __future__ import annotations
+
+from domain.errors import ExitStatus
+from domain.policy import Policy, backoff_delay
+
+NEVER_RETRIED = frozenset({ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND})
+"""A command that cannot be found or executed fails the same way every time."""
+
+
+class Outcome:
+    """How one attempt ended.
+
+    `rc` is the shell's number: the exit code, 124 for a timeout, 128+N when the
+    command died of signal N. `signal` is set when the runner itself received a
+    signal during the attempt (and passed it on).
+    """
+
+    __slots__ = ("rc", "timed_out", "signal", "error")
+
+    def __init__(
+        self,
+        rc: int,
+        *,
+        timed_out: bool = False,
+        signal: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.rc = rc
+        self.timed_out = timed_out
+        self.signal = signal
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"Outcome(rc={self.rc}, timed_out={self.timed_out}, signal={self.signal})"
+
+
+class Retry:
+    """Wait `delay` seconds, then start the next attempt."""
+
+    __slots__ = ("delay",)
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+
+class Finish:
+    """No further attempt: the invocation ends with `rc`."""
+
+    __slots__ = ("rc",)
+
+    def __init__(self, rc: int) -> None:
+        self.rc = rc
+
+
+class Stop:
+    """The runner was signalled: end at once with 128 + `signum`."""
+
+    __slots__ = ("signum",)
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+
+Step = Retry | Finish | Stop
+
+
+def next_step(outcome: Outcome, attempt: int, policy: Policy) -> Step:
+    """Decide what follows attempt number `attempt` (from 1)."""
+    if outcome.signal is not None:
+        return Stop(outcome.signal)
+    if outcome.rc == 0 or outcome.rc in NEVER_RETRIED or attempt >= policy.max_attempts:
+        return Finish(outcome.rc)
+    return Retry(backoff_delay(policy.backoff, attempt))
+
+
+class AttemptRecord:
+    """One line of the attempt log. `started` is seconds since the epoch."""
+
+    __slots__ = ("started", "cmd", "attempt", "rc", "duration_ms", "run_id", "name")
+
+    def __init__(
+        self,
+        started: float,
+        cmd: list[str],
+        attempt: int,
+        rc: int,
+        duration_ms: int,
+        run_id: str,
+        name: str | None = None,
+    ) -> None:
+        self.started = started
+        self.cmd = cmd
+        self.attempt = attempt
+        self.rc = rc
+        self.duration_ms = duration_ms
+        self.run_id = run_id
+        self.name = name

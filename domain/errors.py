@@ -1,0 +1,53 @@
+"""Exit codes and the exceptions that carry a reason to stop."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """The runner's own exit codes (a command's own code passes through unchanged)."""
+
+    OK = 0
+    FAILED = 1
+    LOCKED = 3
+    TIMEOUT = 124
+    RUNNER_ERROR = 125
+    NOT_EXECUTABLE = 126
+    NOT_FOUND = 127
+    SIGNAL_BASE = 128
+
+
+class RunnerError(Exception):
+    """A reason for the runner to stop, with the exit code it stops with."""
+
+    status = ExitStatus.RUNNER_ERROR
+
+
+class UsageError(RunnerError):
+    """The command line asks for something that cannot be done as written."""
+
+
+class StateError(RunnerError):
+    """The state folder, the lock or a marker cannot be used."""
+
+
+class LockBusy(RunnerError):
+    """Another run holds the lock."""
+
+    status = ExitStatus.LOCKED
+
+    def __init__(self) -> None:
+        super().__init__("another run in progress")
+
+
+class Interrupted(RunnerError):
+    """The runner received signal `signum` and stops with 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"received signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return ExitStatus.SIGNAL_BASE + self.signum

@@ -1,0 +1,65 @@
+"""The ports: what the domain needs from the world, by role.
+
+Only type checkers and tests import this module; the domain names these types in
+annotations alone, so nothing here is loaded when the runner starts.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from domain.attempts import AttemptRecord, Outcome
+
+
+class Clock(Protocol):
+    def wall(self) -> float:
+        """Seconds since the epoch, for timestamps."""
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for durations."""
+
+    def sleep(self, seconds: float) -> int | None:
+        """Wait `seconds`; return the signal number that cut the wait short, or None."""
+
+
+class ProcessRunner(Protocol):
+    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+        """Run `cmd` to its end (timeout and kill_after in seconds, 0 = no limit).
+
+        Raises Interrupted when a signal arrived before the command started.
+        """
+
+
+class AttemptSink(Protocol):
+    def record(self, attempt: AttemptRecord) -> None:
+        """Keep one attempt; never raises (a sink that cannot write warns)."""
+
+
+class MarkerStore(Protocol):
+    def exists(self, name: str) -> bool:
+        """Whether `name` has been applied."""
+
+    def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
+        """Record `name` as applied at `when` (epoch seconds), durably and atomically.
+
+        Raises StateError when the record cannot be written.
+        """
+
+
+class Lock(Protocol):
+    def acquire(self) -> None:
+        """Take the lock without waiting; raises LockBusy when another run holds it."""
+
+    def release(self) -> None:
+        """Let go of the lock (processes that inherited it keep it until they end)."""
+
+
+class Console(Protocol):
+    def say(self, text: str, *, always: bool = False) -> None:
+        """An answer, on stdout (silenced by --quiet unless `always`)."""
+
+    def info(self, text: str) -> None:
+        """Progress, on stderr (silenced by --quiet)."""
+
+    def warn(self, text: str) -> None:
+        """A problem, on stderr (always shown)."""

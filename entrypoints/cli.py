@@ -1,0 +1,101 @@
+"""The composition root: reads the command line, builds the adapters, maps errors to codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from domain.errors import ExitStatus, Interrupted, RunnerError
+from entrypoints.args import USAGE, VERSION, Invocation, parse
+
+PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+"""The folder of runner.py: the home when neither --home nor RUNNER_HOME is given."""
+
+
+class StreamConsole:
+    """Answers on stdout; `runner:` lines on stderr, one line each."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+
+    def say(self, text: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
+            _write(sys.stdout, text)
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            self.warn(text)
+
+    def warn(self, text: str) -> None:
+        _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
+
+
+def _write(stream: object, line: str) -> None:
+    try:
+        stream.write(line + "\n")  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+    except (BrokenPipeError, ValueError, OSError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the runner; return its exit code. No exception escapes for any input."""
+    from adapters.signals import SignalWatch
+
+    watch = SignalWatch()
+    console = StreamConsole()
+    try:
+        invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
+        console.quiet = invocation.quiet
+        if invocation.action == "help":
+            console.say(USAGE.rstrip("\n"), always=True)
+            return ExitStatus.OK
+        if invocation.action == "version":
+            console.say(f"runner.py {VERSION}", always=True)
+            return ExitStatus.OK
+        return _execute(invocation, watch, console)
+    except Interrupted as stop:
+        return stop.exit_code
+    except RunnerError as error:
+        console.warn(f"error: {error}" if error.status == ExitStatus.RUNNER_ERROR else str(error))
+        return error.status
+    finally:
+        watch.close()
+
+
+def _execute(invocation: Invocation, watch: object, console: StreamConsole) -> int:
+    from adapters.clock import SystemClock
+    from adapters.jsonl import JsonlSink
+    from adapters.lock import FcntlLock
+    from adapters.markers import FileMarkerStore
+    from adapters.process import PosixProcessRunner
+    from adapters.signals import SignalWatch
+    from domain.flows import Attempts, apply
+
+    assert isinstance(watch, SignalWatch)
+    home = invocation.home or PROJECT_HOME
+    state = os.path.join(home, "state")
+    lock = FcntlLock(state)
+    sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
+    attempts = Attempts(
+        PosixProcessRunner(watch, inherit=lock.fds),
+        SystemClock(watch),
+        sink,
+        console,
+        run_id=os.urandom(8).hex(),
+    )
+    try:
+        if invocation.action == "run":
+            return attempts.run(invocation.cmd, invocation.policy)
+        return apply(
+            invocation.name,
+            invocation.cmd,
+            invocation.policy,
+            dry_run=invocation.dry_run,
+            attempts=attempts,
+            lock=lock,
+            markers=FileMarkerStore(state),
+            console=console,
+        )
+    finally:
+        sink.close()
