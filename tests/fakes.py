@@ -1,0 +1,100 @@
+"""One in-memory fake per port, each recording what happened to it."""
+
+from __future__ import annotations
+
+from domain.attempts import AttemptRecord, Outcome
+from domain.errors import Interrupted, LockBusy
+
+
+class FakeClock:
+    """Time stands still until someone sleeps; `interrupt_sleep_with` cuts the next sleep."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+        self.slept: list[float] = []
+        self.interrupt_sleep_with: int | None = None
+
+    def wall(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> int | None:
+        self.slept.append(seconds)
+        if self.interrupt_sleep_with is not None:
+            return self.interrupt_sleep_with
+        self.now += seconds
+        return None
+
+
+class FakeProcessRunner:
+    """Plays back scripted outcomes; each attempt takes `duration` seconds of `clock`."""
+
+    def __init__(
+        self, outcomes: list[Outcome | Interrupted], clock: FakeClock, duration: float = 0.5
+    ) -> None:
+        self.outcomes = list(outcomes)
+        self.clock = clock
+        self.duration = duration
+        self.calls: list[tuple[list[str], float, float]] = []
+
+    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+        self.calls.append((cmd, timeout, kill_after))
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Interrupted):
+            raise outcome
+        self.clock.now += self.duration
+        return outcome
+
+
+class FakeSink:
+    def __init__(self) -> None:
+        self.records: list[AttemptRecord] = []
+
+    def record(self, attempt: AttemptRecord) -> None:
+        self.records.append(attempt)
+
+
+class FakeMarkerStore:
+    def __init__(self, applied: set[str] | None = None) -> None:
+        self.applied: dict[str, dict[str, object]] = {name: {} for name in applied or ()}
+
+    def exists(self, name: str) -> bool:
+        return name in self.applied
+
+    def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
+        self.applied[name] = {"when": when, "run_id": run_id, "cmd": cmd}
+
+
+class FakeLock:
+    def __init__(self, busy: bool = False) -> None:
+        self.busy = busy
+        self.held = False
+        self.events: list[str] = []
+
+    def acquire(self) -> None:
+        if self.busy:
+            raise LockBusy()
+        self.held = True
+        self.events.append("acquire")
+
+    def release(self) -> None:
+        self.held = False
+        self.events.append("release")
+
+
+class FakeConsole:
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.infos: list[str] = []
+        self.warnings: list[str] = []
+
+    def say(self, text: str, *, always: bool = False) -> None:
+        self.said.append(text)
+
+    def info(self, text: str) -> None:
+        self.infos.append(text)
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)

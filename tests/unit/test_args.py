@@ -1,0 +1,102 @@
+"""The command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.errors import UsageError
+from entrypoints.args import DEFAULT_APPLY_COMMAND, parse, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", 0), ("1.5", 1.5), ("30s", 30), ("5m", 300), ("2h", 7200), ("1d", 86400), ("0.5m", 30)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    """Seconds, or a number with s, m, h, d, as coreutils timeout reads them."""
+    assert parse_duration(text, "--timeout") == seconds
+
+
+@pytest.mark.parametrize(
+    "text", ["", "abc", "-1", "nan", "inf", "-inf", "1e400", "5x", "s", " 1", "1 ", "--1"]
+)
+def test_bad_durations(text: str) -> None:
+    """Negative, non-finite and malformed durations are usage errors."""
+    with pytest.raises(UsageError, match="--timeout"):
+        parse_duration(text, "--timeout")
+
+
+def test_run_with_every_option() -> None:
+    """Options after the subcommand, both --opt VALUE and --opt=VALUE."""
+    inv = parse(
+        ["run", "--timeout", "5", "--kill-after=1", "--retries", "3", "--backoff", "0.2",
+         "--home", "/h", "-q", "--", "echo", "--timeout"],
+        {},
+    )
+    assert inv.cmd == ["echo", "--timeout"]
+    assert (inv.policy.timeout, inv.policy.kill_after) == (5, 1)
+    assert (inv.policy.retries, inv.policy.backoff) == (3, 0.2)
+    assert (inv.home, inv.quiet) == ("/h", True)
+
+
+def test_run_command_starts_at_the_first_word() -> None:
+    """Without --, the first word that is not an option starts the command."""
+    assert parse(["run", "ls", "-l"], {}).cmd == ["ls", "-l"]
+
+
+def test_defaults() -> None:
+    """No limit, 10 s grace, no retries, 1 s backoff, home from RUNNER_HOME."""
+    inv = parse(["run", "true"], {"RUNNER_HOME": "/srv/r"})
+    policy = inv.policy
+    assert (policy.timeout, policy.kill_after, policy.retries, policy.backoff) == (0, 10, 0, 1)
+    assert inv.home == "/srv/r"
+
+
+def test_home_option_beats_the_environment() -> None:
+    """--home wins over RUNNER_HOME."""
+    assert parse(["run", "--home", "/a", "true"], {"RUNNER_HOME": "/b"}).home == "/a"
+
+
+def test_apply_default_command_and_environment_override() -> None:
+    """apply.sh NAME by default; RUNNER_APPLY_COMMAND replaces the program."""
+    assert parse(["apply", "x"], {}).cmd == [DEFAULT_APPLY_COMMAND, "x"]
+    assert parse(["apply", "x"], {"RUNNER_APPLY_COMMAND": "/bin/mk"}).cmd == ["/bin/mk", "x"]
+
+
+def test_apply_with_command_and_options_around_the_name() -> None:
+    """NAME may stand among the options; the command follows --."""
+    inv = parse(["apply", "--dry-run", "x", "--retries", "2", "--", "make", "x"], {})
+    assert (inv.name, inv.dry_run, inv.policy.retries, inv.cmd) == ("x", True, 2, ["make", "x"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "missing subcommand"),
+        (["bogus"], "unknown subcommand"),
+        (["run"], "missing command"),
+        (["run", "--"], "missing command"),
+        (["run", "--bogus", "true"], "unknown option '--bogus'"),
+        (["run", "--timeout"], "needs a value"),
+        (["run", "--timeout", "abc", "true"], "--timeout"),
+        (["run", "--retries", "-1", "true"], "--retries"),
+        (["run", "--retries", "1.5", "true"], "--retries"),
+        (["run", "--dry-run", "true"], "--dry-run"),
+        (["run", "--home=", "true"], "--home"),
+        (["apply"], "missing NAME"),
+        (["apply", "../x"], "invalid apply name"),
+        (["apply", "--", "-rf"], "missing NAME"),
+        (["apply", "a", "b"], "unexpected argument"),
+        (["apply", "a", "--"], "missing command after --"),
+    ],
+)
+def test_usage_errors(argv: list[str], message: str) -> None:
+    """Bad input is a UsageError with a message that says what is wrong."""
+    with pytest.raises(UsageError, match=message):
+        parse(argv, {})
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["run", "--help"], ["apply", "-h"]])
+def test_help_anywhere(argv: list[str]) -> None:
+    """--help before or after the subcommand."""
+    assert parse(argv, {}).action == "help"

@@ -1,0 +1,211 @@
+"""The run and apply use cases, driven through a fake for every port."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.attempts import Outcome
+from domain.errors import Interrupted, LockBusy
+from domain.flows import Attempts, apply
+from domain.policy import Policy
+from tests.fakes import (
+    FakeClock,
+    FakeConsole,
+    FakeLock,
+    FakeMarkerStore,
+    FakeProcessRunner,
+    FakeSink,
+)
+
+CMD = ["deploy", "--now"]
+
+
+class World:
+    """The fakes wired as the composition root wires the real adapters."""
+
+    def __init__(self, *outcomes: Outcome | Interrupted, applied: set[str] | None = None) -> None:
+        self.clock = FakeClock()
+        self.processes = FakeProcessRunner(list(outcomes), self.clock)
+        self.sink = FakeSink()
+        self.console = FakeConsole()
+        self.lock = FakeLock()
+        self.markers = FakeMarkerStore(applied)
+        self.attempts = Attempts(self.processes, self.clock, self.sink, self.console, "run-1")
+
+    def apply(self, name: str = "step", policy: Policy | None = None, dry_run: bool = False) -> int:
+        return apply(
+            name,
+            CMD,
+            policy or Policy(),
+            dry_run=dry_run,
+            attempts=self.attempts,
+            lock=self.lock,
+            markers=self.markers,
+            console=self.console,
+        )
+
+
+def test_run_returns_the_commands_code() -> None:
+    """No retries: one attempt, its rc is the result."""
+    world = World(Outcome(3))
+    assert world.attempts.run(CMD, Policy()) == 3
+    assert [r.rc for r in world.sink.records] == [3]
+
+
+def test_retries_wait_exponentially_then_succeed() -> None:
+    """flaky: two failures, waits of backoff and 2*backoff, then success."""
+    world = World(Outcome(1), Outcome(1), Outcome(0))
+    assert world.attempts.run(CMD, Policy(retries=3, backoff=0.2)) == 0
+    assert world.clock.slept == pytest.approx([0.2, 0.4])
+    assert [r.attempt for r in world.sink.records] == [1, 2, 3]
+    assert world.console.infos == [
+        "attempt 1/4 failed (rc=1); retrying in 0.2s",
+        "attempt 2/4 failed (rc=1); retrying in 0.4s",
+    ]
+
+
+def test_gives_up_after_the_last_retry() -> None:
+    """retries=2 gives three attempts and the last rc."""
+    world = World(Outcome(1), Outcome(1), Outcome(5))
+    assert world.attempts.run(CMD, Policy(retries=2, backoff=1)) == 5
+    assert world.clock.slept == [1, 2]
+    assert world.console.infos[-1] == "attempt 3/3 failed (rc=5); giving up"
+
+
+def test_timeouts_are_retried_and_reported() -> None:
+    """A timed-out attempt (124) is a failure like any other, and says timeout."""
+    world = World(Outcome(124, timed_out=True), Outcome(0))
+    assert world.attempts.run(CMD, Policy(timeout=2, retries=1, backoff=0)) == 0
+    assert world.processes.calls[0] == (CMD, 2, 10.0)
+    assert any("timeout" in line for line in world.console.warnings)
+
+
+def test_not_found_is_not_retried() -> None:
+    """127 ends at once, with the reason on stderr."""
+    world = World(Outcome(127, error="cannot run 'deploy': No such file or directory"))
+    assert world.attempts.run(CMD, Policy(retries=3)) == 127
+    assert world.clock.slept == []
+    assert world.console.warnings == ["cannot run 'deploy': No such file or directory"]
+
+
+def test_log_records_carry_start_time_duration_and_run_id() -> None:
+    """Each attempt's line: ts is its start; duration from the monotonic clock."""
+    world = World(Outcome(1), Outcome(0))
+    world.attempts.run(CMD, Policy(retries=1, backoff=2))
+    first, second = world.sink.records
+    assert second.started - first.started == pytest.approx(0.5 + 2)
+    assert (first.duration_ms, first.run_id, first.cmd, first.name) == (500, "run-1", CMD, None)
+
+
+def test_signal_during_an_attempt_stops_after_logging_it() -> None:
+    """The interrupted attempt is logged; no further attempt starts."""
+    world = World(Outcome(143, signal=15), Outcome(0))
+    with pytest.raises(Interrupted) as info:
+        world.attempts.run(CMD, Policy(retries=3))
+    assert info.value.exit_code == 143
+    assert [r.rc for r in world.sink.records] == [143]
+    assert len(world.processes.calls) == 1
+
+
+def test_signal_during_backoff_stops_at_once() -> None:
+    """A signal in the wait ends the run with no further attempt."""
+    world = World(Outcome(1), Outcome(0))
+    world.clock.interrupt_sleep_with = 2
+    with pytest.raises(Interrupted) as info:
+        world.attempts.run(CMD, Policy(retries=3))
+    assert info.value.exit_code == 130
+    assert len(world.processes.calls) == 1
+
+
+def test_apply_runs_then_marks_under_the_lock() -> None:
+    """Success writes the marker, and the lock is released afterwards."""
+    world = World(Outcome(0))
+    assert world.apply("step") == 0
+    assert world.markers.applied["step"]["run_id"] == "run-1"
+    assert world.markers.applied["step"]["cmd"] == CMD
+    assert world.lock.events == ["acquire", "release"]
+    assert world.sink.records[0].name == "step"
+
+
+def test_apply_skips_an_applied_name() -> None:
+    """The marker exists: 'already applied', exit 0, nothing run."""
+    world = World(applied={"step"})
+    assert world.apply("step") == 0
+    assert world.console.said == ["already applied"]
+    assert world.processes.calls == []
+    assert world.lock.events == ["acquire", "release"]
+
+
+def test_failed_apply_exits_1_without_a_marker() -> None:
+    """The marker is written only after success."""
+    world = World(Outcome(1), Outcome(2))
+    assert world.apply("step", Policy(retries=1, backoff=0)) == 1
+    assert world.markers.applied == {}
+    assert world.lock.events == ["acquire", "release"]
+
+
+@pytest.mark.parametrize("rc", [126, 127])
+def test_apply_passes_not_executable_and_not_found_through(rc: int) -> None:
+    """A missing apply command is a setup problem, told apart from a failed one."""
+    world = World(Outcome(rc, error="cannot run"))
+    assert world.apply("step") == rc
+    assert world.markers.applied == {}
+
+
+def test_busy_lock_touches_nothing() -> None:
+    """Another run holds the lock: LockBusy, no marker check, no command."""
+    world = World(Outcome(0))
+    world.lock.busy = True
+    with pytest.raises(LockBusy):
+        world.apply("step")
+    assert world.processes.calls == []
+    assert world.markers.applied == {}
+
+
+@pytest.mark.parametrize(
+    "outcomes",
+    [
+        [Interrupted(15)],
+        [Outcome(0, signal=15)],
+        [Outcome(143, signal=15)],
+    ],
+)
+def test_interrupted_apply_writes_no_marker(outcomes: list[Outcome | Interrupted]) -> None:
+    """A signal before or during the command: no marker, lock released, 128+N."""
+    world = World(*outcomes)
+    with pytest.raises(Interrupted):
+        world.apply("step")
+    assert world.markers.applied == {}
+    assert world.lock.events == ["acquire", "release"]
+
+
+def test_dry_run_names_the_command_and_touches_nothing() -> None:
+    """--dry-run: no lock, no command, no marker; it says what it would run."""
+    world = World()
+    assert world.apply("step", dry_run=True) == 0
+    assert world.console.said == ["would apply step: would run deploy --now"]
+    assert world.lock.events == []
+    assert world.processes.calls == []
+
+
+def test_dry_run_of_an_applied_name_says_so() -> None:
+    """--dry-run on an applied name prints 'already applied'."""
+    world = World(applied={"step"})
+    assert world.apply("step", dry_run=True) == 0
+    assert world.console.said == ["already applied"]
+
+
+def test_dry_run_quotes_arguments_as_a_shell_user_would_type_them() -> None:
+    """Spaces and quotes are shown quoted, so the line can be pasted back."""
+    world = World()
+    apply(
+        "step",
+        ["sh", "-c", "echo 'hi there'"],
+        Policy(),
+        dry_run=True,
+        attempts=world.attempts,
+        lock=world.lock,
+        markers=world.markers,
+        console=world.console,
+    )
+    assert world.console.said == ["would apply step: would run sh -c 'echo '\"'\"'hi there'\"'\"''"]
