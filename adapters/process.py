@@ -136,7 +136,7 @@ class _Child:
 
     def _sweep(self) -> None:
         """After the leader ended: wait out the grace, then kill what is left of the group."""
-        while self._signal_group(0):
+        while _group_alive(self.pid):
             now = time.monotonic()
             self._kill_when_due(now)
             if self.killed_at is not None:
@@ -157,3 +157,31 @@ class _Child:
                 return None
             if pid == self.pid:
                 return status
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs; zombies awaiting their reaper do not.
+
+    An orphan's zombie can stay in the group until init collects it, so the
+    kernel's answer (killpg with signal 0) is confirmed against /proc where it exists.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != b"Z" and int(fields[2]) == pgid:
+                return True
+    return False

@@ -1,0 +1,131 @@
+"""FcntlLock with real flocks, across processes."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pytest_mock import MockerFixture
+
+from adapters.lock import FcntlLock
+from adapters.process import PosixProcessRunner
+from adapters.signals import SignalWatch
+from domain.errors import LockBusy, StateError
+from tests.procs import read_pid, wait_for
+
+HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_second_holder_is_refused_until_the_first_lets_go(tmp_path: Path) -> None:
+    """Two locks on one folder: the second is LockBusy; after release it succeeds."""
+    first, second = FcntlLock(str(tmp_path)), FcntlLock(str(tmp_path))
+    first.acquire()
+    with pytest.raises(LockBusy):
+        second.acquire()
+    first.release()
+    second.acquire()
+    second.release()
+
+
+def test_a_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
+    """flock across processes: another holder means LockBusy."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(LockBusy):
+            FcntlLock(str(tmp_path)).acquire()
+    finally:
+        holder.communicate("")
+    FcntlLock(str(tmp_path)).acquire()
+
+
+def test_the_lock_lives_on_in_a_command_that_inherited_it(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """The runner lets go, but the command's process tree still holds the lock."""
+    lock = FcntlLock(str(tmp_path / "state"))
+    lock.acquire()
+    pidfile = tmp_path / "pid"
+    runner = PosixProcessRunner(watch, inherit=lock.fds)
+    background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
+    assert runner.run(background, 0, 10).rc == 0
+    lock.release()
+    with pytest.raises(LockBusy):
+        FcntlLock(str(tmp_path / "state")).acquire()
+    os.kill(read_pid(str(pidfile)), signal.SIGKILL)
+    wait_for(lambda: _free(tmp_path / "state"), what="the lock to be freed")
+
+
+def _free(folder: Path) -> bool:
+    lock = FcntlLock(str(folder))
+    try:
+        lock.acquire()
+    except LockBusy:
+        return False
+    lock.release()
+    return True
+
+
+def test_state_folder_is_created_0700(tmp_path: Path) -> None:
+    """A missing state folder is created, readable by its owner only."""
+    folder = tmp_path / "a" / "state"
+    FcntlLock(str(folder)).acquire()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_state_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    """state is a regular file: StateError, nothing created."""
+    (tmp_path / "state").write_text("")
+    with pytest.raises(StateError, match="not a folder"):
+        FcntlLock(str(tmp_path / "state")).acquire()
+
+
+def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
+    """The lock file is opened without following symlinks."""
+    target = tmp_path / "elsewhere"
+    (tmp_path / "lock").symlink_to(target)
+    with pytest.raises(StateError, match="symbolic link"):
+        FcntlLock(str(tmp_path)).acquire()
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EAGAIN])
+def test_both_busy_errnos_mean_another_run(
+    tmp_path: Path, mocker: MockerFixture, code: int
+) -> None:
+    """Portable code checks EACCES as well as EAGAIN, as the fcntl docs say."""
+    mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(code, os.strerror(code)))
+    with pytest.raises(LockBusy):
+        FcntlLock(str(tmp_path)).acquire()
+
+
+def test_other_flock_errors_are_state_errors(tmp_path: Path, mocker: MockerFixture) -> None:
+    """ENOLCK (say, on a network file system) is not mistaken for a busy lock."""
+    mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(errno.ENOLCK, "No locks"))
+    with pytest.raises(StateError, match="cannot lock"):
+        FcntlLock(str(tmp_path)).acquire()
+
+
+def test_a_read_only_state_folder_is_a_state_error(tmp_path: Path, mocker: MockerFixture) -> None:
+    """EROFS when creating the lock file: a clear StateError."""
+    mocker.patch("adapters.lock.os.open", side_effect=OSError(errno.EROFS, "Read-only file system"))
+    with pytest.raises(StateError, match="Read-only"):
+        FcntlLock(str(tmp_path)).acquire()

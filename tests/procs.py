@@ -1,0 +1,60 @@
+"""Helpers for tests with real processes: deadlines on events, never bare sleeps."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "fixtures", "bin")
+TOKEN_VARIABLE = "RUNNER_TEST_TOKEN"
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "event") -> None:
+    """Poll `predicate` until it holds; fail the test when `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.005)
+
+
+def processes_with(token: str) -> list[int]:
+    """Live processes whose environment carries `token` (zombies have none)."""
+    needle = f"{TOKEN_VARIABLE}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group `pgid`."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def read_pid(path: str) -> int:
+    """The pid a command wrote into `path` (waits for the write to land)."""
+    wait_for(lambda: os.path.exists(path) and open(path).read().strip() != "", what=path)
+    with open(path) as handle:
+        return int(handle.read().split()[0])
