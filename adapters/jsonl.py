@@ -12,9 +12,17 @@ if TYPE_CHECKING:
 
     from domain.attempts import AttemptRecord
 
-    Json: TypeAlias = str | int | float | bool | None | list["Json"] | dict[str, "Json"]
+    Json: TypeAlias = str | int | float | bool | list["Json"] | dict[str, "Json"] | None
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\b": "\\b",
+    "\f": "\\f",
+}
 
 
 def _string(text: str) -> str:

@@ -34,9 +34,7 @@ class PosixProcessRunner:
     `inherit` names descriptors the command keeps, such as the apply lock.
     """
 
-    def __init__(
-        self, watch: SignalWatch, inherit: Callable[[], tuple[int, ...]] = tuple
-    ) -> None:
+    def __init__(self, watch: SignalWatch, inherit: Callable[[], tuple[int, ...]] = tuple) -> None:
         self.watch = watch
         self.inherit = inherit
 
@@ -48,9 +46,7 @@ class PosixProcessRunner:
         for fd in fds:
             os.set_inheritable(fd, True)
         try:
-            pid = os.posix_spawnp(
-                cmd[0], cmd, os.environ, setsid=True, setsigdef=RESET_IN_CHILD
-            )
+            pid = os.posix_spawnp(cmd[0], cmd, os.environ, setsid=True, setsigdef=RESET_IN_CHILD)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
             reason = exc.strerror or str(exc)

@@ -17,7 +17,7 @@ class Outcome:
     signal during the attempt (and passed it on).
     """
 
-    __slots__ = ("rc", "timed_out", "signal", "error")
+    __slots__ = ("error", "rc", "signal", "timed_out")
 
     def __init__(
         self,
@@ -78,7 +78,7 @@ def next_step(outcome: Outcome, attempt: int, policy: Policy) -> Step:
 class AttemptRecord:
     """One line of the attempt log. `started` is seconds since the epoch."""
 
-    __slots__ = ("started", "cmd", "attempt", "rc", "duration_ms", "run_id", "name")
+    __slots__ = ("attempt", "cmd", "duration_ms", "name", "rc", "run_id", "started")
 
     def __init__(
         self,

@@ -76,7 +76,9 @@ class Attempts:
                 f"retrying in {_seconds(step.delay)}"
             )
         elif isinstance(step, Finish) and rc != 0 and policy.retries and error is None:
-            self.console.info(f"attempt {attempt}/{policy.max_attempts} failed (rc={rc}); giving up")
+            self.console.info(
+                f"attempt {attempt}/{policy.max_attempts} failed (rc={rc}); giving up"
+            )
 
 
 def apply(

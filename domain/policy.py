@@ -9,7 +9,7 @@ MAX_DELAY = 365 * 24 * 3600.0
 class Policy:
     """Limits of one invocation. Durations are seconds; 0 means no limit."""
 
-    __slots__ = ("timeout", "kill_after", "retries", "backoff")
+    __slots__ = ("backoff", "kill_after", "retries", "timeout")
 
     def __init__(
         self,

@@ -6,9 +6,10 @@ annotations alone, so nothing here is loaded when the runner starts.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from domain.attempts import AttemptRecord, Outcome
+if TYPE_CHECKING:
+    from domain.attempts import AttemptRecord, Outcome
 
 
 class Clock(Protocol):

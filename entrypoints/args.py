@@ -54,7 +54,7 @@ _FLAGS = {"--quiet": "quiet", "-q": "quiet", "--dry-run": "dry_run"}
 class Invocation:
     """What the command line asks for."""
 
-    __slots__ = ("action", "cmd", "name", "policy", "home", "quiet", "dry_run")
+    __slots__ = ("action", "cmd", "dry_run", "home", "name", "policy", "quiet")
 
     def __init__(self, action: str) -> None:
         self.action = action

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
 from entrypoints.args import USAGE, VERSION, Invocation, parse
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from adapters.signals import SignalWatch
 
 PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """The folder of runner.py: the home when neither --home nor RUNNER_HOME is given."""
@@ -30,11 +36,12 @@ class StreamConsole:
         _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
 
 
-def _write(stream: object, line: str) -> None:
+def _write(stream: TextIO, line: str) -> None:
+    """Write one line; a closed or broken stream is not worth a traceback."""
     try:
-        stream.write(line + "\n")  # type: ignore[attr-defined]
-        stream.flush()  # type: ignore[attr-defined]
-    except (BrokenPipeError, ValueError, OSError):
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
         pass
 
 
@@ -63,16 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         watch.close()
 
 
-def _execute(invocation: Invocation, watch: object, console: StreamConsole) -> int:
+def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
     from adapters.clock import SystemClock
     from adapters.jsonl import JsonlSink
     from adapters.lock import FcntlLock
     from adapters.markers import FileMarkerStore
     from adapters.process import PosixProcessRunner
-    from adapters.signals import SignalWatch
     from domain.flows import Attempts, apply
 
-    assert isinstance(watch, SignalWatch)
     home = invocation.home or PROJECT_HOME
     state = os.path.join(home, "state")
     lock = FcntlLock(state)

@@ -55,6 +55,14 @@ def group_members(pgid: int) -> list[int]:
 
 def read_pid(path: str) -> int:
     """The pid a command wrote into `path` (waits for the write to land)."""
-    wait_for(lambda: os.path.exists(path) and open(path).read().strip() != "", what=path)
+
+    def written() -> bool:
+        try:
+            with open(path) as handle:
+                return handle.read().endswith("\n")
+        except FileNotFoundError:
+            return False
+
+    wait_for(written, what=path)
     with open(path) as handle:
         return int(handle.read().split()[0])

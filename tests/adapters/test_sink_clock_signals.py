@@ -75,8 +75,7 @@ def test_twenty_concurrent_writers_give_only_whole_lines(tmp_path: Path) -> None
     """O_APPEND and one write per line: 20 processes x 200 long lines, none torn."""
     log = tmp_path / "runs.jsonl"
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, ROOT, str(log), f"w{n}"])
-        for n in range(20)
+        subprocess.Popen([sys.executable, "-c", WRITER, ROOT, str(log), f"w{n}"]) for n in range(20)
     ]
     assert [w.wait(timeout=60) for w in writers] == [0] * 20
     lines = log.read_bytes().split(b"\n")

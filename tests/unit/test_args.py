@@ -29,8 +29,22 @@ def test_bad_durations(text: str) -> None:
 def test_run_with_every_option() -> None:
     """Options after the subcommand, both --opt VALUE and --opt=VALUE."""
     inv = parse(
-        ["run", "--timeout", "5", "--kill-after=1", "--retries", "3", "--backoff", "0.2",
-         "--home", "/h", "-q", "--", "echo", "--timeout"],
+        [
+            "run",
+            "--timeout",
+            "5",
+            "--kill-after=1",
+            "--retries",
+            "3",
+            "--backoff",
+            "0.2",
+            "--home",
+            "/h",
+            "-q",
+            "--",
+            "echo",
+            "--timeout",
+        ],
         {},
     )
     assert inv.cmd == ["echo", "--timeout"]
