@@ -5,7 +5,7 @@ import sys
 
 if __name__ == "__main__":
     try:
-        from entrypoints.cli import main
+        from entrypoints.cli import exit_with, main
     except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(main())
+    exit_with(main())

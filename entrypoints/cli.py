@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
 from entrypoints.args import USAGE, VERSION, Invocation, parse
@@ -46,7 +47,10 @@ def _write(stream: TextIO, line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the runner; return its exit code. No exception escapes for any input."""
+    """Run the runner; return its exit code. No exception escapes for any input.
+
+    The signal handlers stay in place after it returns; see `exit_with`.
+    """
     from adapters.signals import SignalWatch
 
     watch = SignalWatch()
@@ -66,8 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     except RunnerError as error:
         console.warn(f"error: {error}" if error.status == ExitStatus.RUNNER_ERROR else str(error))
         return error.status
-    finally:
-        watch.close()
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
@@ -104,3 +106,15 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         )
     finally:
         sink.close()
+
+
+def exit_with(status: int) -> NoReturn:
+    """Exit with `status`, ignoring signals that come once the work is done.
+
+    Python puts back the default handlers while it shuts down; a SIGTERM in that
+    window would otherwise kill a runner whose apply has already succeeded.
+    """
+    from adapters.signals import FORWARDED
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    sys.exit(status)
