@@ -37,8 +37,10 @@ class StreamConsole:
         _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
 
 
-def _write(stream: TextIO, line: str) -> None:
+def _write(stream: TextIO | None, line: str) -> None:
     """Write one line; a closed or broken stream is not worth a traceback."""
+    if stream is None:
+        return
     try:
         stream.write(line + "\n")
         stream.flush()

@@ -229,3 +229,34 @@ def test_twenty_concurrent_runners_write_only_whole_lines(lab: Lab) -> None:
     for line in lines:
         by_run.setdefault(line["run_id"], []).append(line["attempt"])
     assert sorted(sorted(v) for v in by_run.values()) == [[1, 2, 3]] * 20
+
+
+@pytest.mark.parametrize("closed", ["stdout", "stderr"])
+def test_closed_output_streams_are_no_reason_for_a_traceback(lab: Lab, closed: str) -> None:
+    """Started with stdout or stderr closed, the runner still answers by its exit code."""
+    descriptor = 1 if closed == "stdout" else 2
+    script = (
+        f"import os, subprocess, sys; os.close({descriptor}); "
+        "sys.exit(subprocess.call(sys.argv[1:]))"
+    )
+    for _ in ("applies", "says already applied"):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                script,
+                sys.executable,
+                os.path.join(ROOT, "runner.py"),
+                "apply",
+                "db",
+                "--",
+                "true",
+            ],
+            env=lab.env,
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+        assert result.returncode == 0
+        assert b"Traceback" not in result.stdout + result.stderr
+    assert (lab.state / "db.done").exists()
