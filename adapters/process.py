@@ -49,12 +49,18 @@ class PosixProcessRunner:
             pid = os.posix_spawnp(cmd[0], cmd, os.environ, setsid=True, setsigdef=RESET_IN_CHILD)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
-            reason = exc.strerror or str(exc)
-            return Outcome(rc, error=f"cannot run {cmd[0]!r}: {reason}")
+            return Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}")
+        except ValueError as exc:
+            return Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {exc}")
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
-        return _Child(pid, self.watch, timeout, kill_after).wait()
+        child = _Child(pid, self.watch, timeout, kill_after)
+        try:
+            return child.wait()
+        except BaseException:
+            child.kill_and_reap()
+            raise
 
 
 class _Child:
@@ -92,6 +98,14 @@ class _Child:
             code = os.waitstatus_to_exitcode(status)
             rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code
         return Outcome(rc, timed_out=self.timed_out, signal=self.signalled)
+
+    def kill_and_reap(self) -> None:
+        """Leave nothing behind when waiting failed: SIGKILL the group, collect the leader."""
+        self._signal_group(signal.SIGKILL)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
 
     def _on_signals(self, received: list[int]) -> None:
         for signum in received:

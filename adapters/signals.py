@@ -9,6 +9,9 @@ import signal
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 """Signals the runner passes on to the command and then exits with 128 + N."""
 
+LONGEST_WAIT = 3600.0
+"""Seconds one wait may block; callers loop, so a year-long timeout fits any time_t."""
+
 
 def _ignore(signum: int, frame: object) -> None:
     """The wakeup pipe is the record; the Python-level handler has nothing to do."""
@@ -44,10 +47,12 @@ class SignalWatch:
         """Wait up to `timeout` seconds (None: no limit) for any signal.
 
         Return the forwarded signals received since the last call, oldest first;
-        SIGCHLD only wakes the waiter.
+        SIGCHLD only wakes the waiter. A wait may end early (at most an hour, or on
+        SIGCHLD) with nothing to report: callers check their own deadlines.
         """
         if timeout is None or timeout > 0:
-            select.select([self._read], [], [], timeout)
+            limit = LONGEST_WAIT if timeout is None else min(timeout, LONGEST_WAIT)
+            select.select([self._read], [], [], limit)
         return self.pending()
 
     def pending(self) -> list[int]:

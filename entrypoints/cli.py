@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunnerError as error:
         console.warn(f"error: {error}" if error.status == ExitStatus.RUNNER_ERROR else str(error))
         return error.status
+    except Exception as bug:  # the promise is one line and no traceback, for any input
+        console.warn(f"internal error: {type(bug).__name__}: {bug}")
+        return ExitStatus.RUNNER_ERROR
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:

@@ -132,3 +132,32 @@ def test_a_vanished_group_is_not_an_error(watch: SignalWatch, mocker: MockerFixt
     mocker.patch("adapters.process.os.killpg", side_effect=ProcessLookupError)
     outcome = PosixProcessRunner(watch).run(["sleep", "0.3"], 0.05, 10)
     assert outcome.rc == 124
+
+
+def test_an_empty_command_name_is_not_found(watch: SignalWatch) -> None:
+    """'' names no program: 127, as `env ''` says."""
+    outcome = PosixProcessRunner(watch).run([""], 0, 10)
+    assert outcome.rc == 127
+
+
+def test_a_failure_while_waiting_leaves_no_process(
+    watch: SignalWatch, mocker: MockerFixture, tmp_path: object
+) -> None:
+    """Any exception while waiting kills and reaps the group before it propagates."""
+    pidfile = os.path.join(str(tmp_path), "pid")
+    real_wait = watch.wait
+
+    def failing_wait(timeout: float | None) -> list[int]:
+        read_pid(pidfile)
+        real_wait(0)
+        raise RuntimeError("boom")
+
+    mocker.patch.object(watch, "wait", side_effect=failing_wait)
+    with pytest.raises(RuntimeError):
+        PosixProcessRunner(watch).run(sh(f"echo $$ > {pidfile}; sleep 30 & wait"), 0, 10)
+    assert group_members(read_pid(pidfile)) == []
+
+
+def test_a_huge_timeout_is_no_overflow(watch: SignalWatch) -> None:
+    """--timeout 1e300 is finite, so allowed; waiting on it must not overflow time_t."""
+    assert PosixProcessRunner(watch).run(["true"], 1e300, 1e300).rc == 0
