@@ -78,33 +78,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
+    """Wire the real adapters; `run` loads nothing of the lock and markers."""
     from adapters.clock import SystemClock
     from adapters.jsonl import JsonlSink
-    from adapters.lock import FcntlLock
-    from adapters.markers import FileMarkerStore
     from adapters.process import PosixProcessRunner
-    from domain.flows import Attempts, apply
+    from domain.flows import Attempts
 
     home = invocation.home or PROJECT_HOME
-    state = os.path.join(home, "state")
-    lock = FcntlLock(state)
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
-    attempts = Attempts(
-        PosixProcessRunner(watch, inherit=lock.fds),
-        SystemClock(watch),
-        sink,
-        console,
-        run_id=os.urandom(8).hex(),
-    )
+    run_id = os.urandom(8).hex()
     try:
         if invocation.action == "run":
+            processes = PosixProcessRunner(watch)
+            attempts = Attempts(processes, SystemClock(watch), sink, console, run_id)
             return attempts.run(invocation.cmd, invocation.policy)
+
+        from adapters.lock import FcntlLock
+        from adapters.markers import FileMarkerStore
+        from domain.flows import apply
+
+        state = os.path.join(home, "state")
+        lock = FcntlLock(state)
+        processes = PosixProcessRunner(watch, inherit=lock.fds)
         return apply(
             invocation.name,
             invocation.cmd,
             invocation.policy,
             dry_run=invocation.dry_run,
-            attempts=attempts,
+            attempts=Attempts(processes, SystemClock(watch), sink, console, run_id),
             lock=lock,
             markers=FileMarkerStore(state),
             console=console,
