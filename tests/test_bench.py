@@ -1,0 +1,27 @@
+"""The benchmark still works (quick mode); its figures are never asserted as timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.procs import ROOT
+
+
+def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
+    """bench/run.py --quick writes every section; contention applied once, lines whole."""
+    out = tmp_path / "results.json"
+    result = subprocess.run(
+        [sys.executable, str(Path(ROOT) / "bench" / "run.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    figures = json.loads(out.read_text())
+    assert set(figures) >= {"machine", "startup", "streaming", "timeout", "contention", "state"}
+    assert figures["contention"]["applications"] == 1
+    assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
+    assert b"runner / floor" in result.stdout
