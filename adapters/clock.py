@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -29,3 +30,8 @@ class SystemClock:
                 return received[0]
             if remaining <= 0:
                 return None
+
+
+def random_fraction() -> float:
+    """A uniform number in [0, 1) from the OS's random source (53 bits, as random.random)."""
+    return (int.from_bytes(os.urandom(7), "big") >> 3) / 9007199254740992

@@ -82,6 +82,8 @@ def attempt_line(record: AttemptRecord) -> bytes:
     }
     if record.name is not None:
         fields["name"] = record.name
+    if record.delay_ms is not None:
+        fields["delay_ms"] = record.delay_ms
     return (dumps(fields) + "\n").encode("ascii")
 
 

@@ -11,26 +11,30 @@ from domain.errors import LockBusy, StateError
 
 
 class FcntlLock:
-    """An exclusive, non-blocking flock on `folder/lock`.
+    """An exclusive, non-blocking flock on the file `path`, created if missing.
 
     The lock belongs to the open file, not to the runner: a command that inherited
     the descriptor keeps the lock for as long as any of its processes lives, even
-    if the runner is killed with SIGKILL.
+    if the runner is killed with SIGKILL. With `create_folder`, a missing parent
+    folder is created (mode 0700), as the state folder is.
     """
 
-    def __init__(self, folder: str, filename: str = "lock") -> None:
-        self.folder = folder
-        self.path = os.path.join(folder, filename)
+    def __init__(self, path: str, *, create_folder: bool = False) -> None:
+        self.path = path
+        self.create_folder = create_folder
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        ensure_folder(self.folder)
+        if self.create_folder:
+            ensure_folder(os.path.dirname(self.path) or ".")
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(self.path, flags, 0o600)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise StateError(f"lock file {self.path} is a symbolic link; refusing it") from None
+            if exc.errno == errno.EISDIR:
+                raise StateError(f"lock file {self.path} is a folder") from None
             raise StateError(f"cannot open lock file {self.path}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

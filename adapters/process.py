@@ -38,7 +38,9 @@ class PosixProcessRunner:
         self.watch = watch
         self.inherit = inherit
 
-    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+    def run(
+        self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str] | None = None
+    ) -> Outcome:
         early = self.watch.pending()
         if early:
             raise Interrupted(early[0])
@@ -46,7 +48,8 @@ class PosixProcessRunner:
         for fd in fds:
             os.set_inheritable(fd, True)
         try:
-            pid = os.posix_spawnp(cmd[0], cmd, os.environ, setsid=True, setsigdef=RESET_IN_CHILD)
+            environment = {**os.environ, **env} if env else os.environ
+            pid = os.posix_spawnp(cmd[0], cmd, environment, setsid=True, setsigdef=RESET_IN_CHILD)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
             return Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}")

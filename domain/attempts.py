@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from domain.errors import ExitStatus
-from domain.policy import Policy, backoff_delay
+from domain.policy import wait_after
+
+if TYPE_CHECKING:
+    from domain.policy import Policy
 
 NEVER_RETRIED = frozenset({ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND})
 """A command that cannot be found or executed fails the same way every time."""
@@ -46,12 +51,18 @@ class Retry:
 
 
 class Finish:
-    """No further attempt: the invocation ends with `rc`."""
+    """No further attempt: the invocation ends with `rc`.
 
-    __slots__ = ("rc",)
+    `why` says what ended it: "done" (success, or no retries asked for),
+    "not retried" (126/127, or a code outside --retry-on), "attempts" (the last
+    attempt failed) or "deadline" (the next wait would end past the deadline).
+    """
 
-    def __init__(self, rc: int) -> None:
+    __slots__ = ("rc", "why")
+
+    def __init__(self, rc: int, why: str = "done") -> None:
         self.rc = rc
+        self.why = why
 
 
 class Stop:
@@ -66,19 +77,35 @@ class Stop:
 Step = Retry | Finish | Stop
 
 
-def next_step(outcome: Outcome, attempt: int, policy: Policy) -> Step:
-    """Decide what follows attempt number `attempt` (from 1)."""
+def next_step(
+    outcome: Outcome, attempt: int, policy: Policy, elapsed: float = 0.0, fraction: float = 1.0
+) -> Step:
+    """Decide what follows attempt number `attempt` (from 1), `elapsed` seconds into the run.
+
+    `fraction` is a uniform random number in [0, 1), used only for jitter.
+    """
+    rc = outcome.rc
     if outcome.signal is not None:
         return Stop(outcome.signal)
-    if outcome.rc == 0 or outcome.rc in NEVER_RETRIED or attempt >= policy.max_attempts:
-        return Finish(outcome.rc)
-    return Retry(backoff_delay(policy.backoff, attempt))
+    if rc == 0 or policy.retries == 0:
+        return Finish(rc)
+    if rc in NEVER_RETRIED or (policy.retry_on is not None and rc not in policy.retry_on):
+        return Finish(rc, "not retried")
+    if attempt >= policy.max_attempts:
+        return Finish(rc, "attempts")
+    delay = wait_after(policy, attempt, fraction)
+    if policy.deadline > 0 and elapsed + delay >= policy.deadline:
+        return Finish(rc, "deadline")
+    return Retry(delay)
 
 
 class AttemptRecord:
-    """One line of the attempt log. `started` is seconds since the epoch."""
+    """One line of the attempt log. `started` is seconds since the epoch.
 
-    __slots__ = ("attempt", "cmd", "duration_ms", "name", "rc", "run_id", "started")
+    `delay_ms` is the wait that followed this attempt; None on the last one.
+    """
+
+    __slots__ = ("attempt", "cmd", "delay_ms", "duration_ms", "name", "rc", "run_id", "started")
 
     def __init__(
         self,
@@ -89,6 +116,7 @@ class AttemptRecord:
         duration_ms: int,
         run_id: str,
         name: str | None = None,
+        delay_ms: int | None = None,
     ) -> None:
         self.started = started
         self.cmd = cmd
@@ -97,3 +125,4 @@ class AttemptRecord:
         self.duration_ms = duration_ms
         self.run_id = run_id
         self.name = name
+        self.delay_ms = delay_ms

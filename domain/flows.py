@@ -6,11 +6,19 @@ from typing import TYPE_CHECKING
 
 from domain.apply import DryRun, Skip, decide_apply
 from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
-from domain.errors import ExitStatus, Interrupted
+from domain.errors import ExitStatus, Interrupted, LockBusy
+from domain.policy import attempt_timeout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from domain.attempts import Outcome
     from domain.policy import Policy
     from domain.ports import AttemptSink, Clock, Console, Lock, MarkerStore, ProcessRunner
+
+LOCK_POLL_FIRST = 0.01
+LOCK_POLL_MAX = 0.25
+"""While waiting for a busy lock: seconds between tries, doubling from first to max."""
 
 
 def _seconds(value: float) -> str:
@@ -18,7 +26,10 @@ def _seconds(value: float) -> str:
 
 
 class Attempts:
-    """Runs a command until it succeeds, fails for good, or the runner is signalled."""
+    """Runs a command until it succeeds, fails for good, or the runner is signalled.
+
+    `random` returns a uniform number in [0, 1); it is asked only for jitter.
+    """
 
     def __init__(
         self,
@@ -27,26 +38,40 @@ class Attempts:
         sink: AttemptSink,
         console: Console,
         run_id: str,
+        random: Callable[[], float] = lambda: 1.0,
     ) -> None:
         self.processes = processes
         self.clock = clock
         self.sink = sink
         self.console = console
         self.run_id = run_id
+        self.random = random
 
     def run(self, cmd: list[str], policy: Policy, name: str | None = None) -> int:
         """Return the last attempt's rc; raise Interrupted when a signal ends the run."""
+        first = self.clock.monotonic()
         attempt = 0
         while True:
             attempt += 1
             started, begun = self.clock.wall(), self.clock.monotonic()
-            outcome = self.processes.run(cmd, policy.timeout, policy.kill_after)
-            duration_ms = max(0, round((self.clock.monotonic() - begun) * 1000))
+            limit = attempt_timeout(policy, begun - first)
+            env = {
+                "RUNNER_ATTEMPT": str(attempt),
+                "RUNNER_MAX_ATTEMPTS": str(policy.max_attempts),
+                "RUNNER_RUN_ID": self.run_id,
+            }
+            outcome = self.processes.run(cmd, limit, policy.kill_after, env)
+            ended = self.clock.monotonic()
+            fraction = self.random() if policy.jitter else 1.0
+            step = next_step(outcome, attempt, policy, ended - first, fraction)
+            delay_ms = round(step.delay * 1000) if isinstance(step, Retry) else None
+            duration_ms = max(0, round((ended - begun) * 1000))
             self.sink.record(
-                AttemptRecord(started, cmd, attempt, outcome.rc, duration_ms, self.run_id, name)
+                AttemptRecord(
+                    started, cmd, attempt, outcome.rc, duration_ms, self.run_id, name, delay_ms
+                )
             )
-            step = next_step(outcome, attempt, policy)
-            self._report(outcome.rc, outcome.timed_out, outcome.error, attempt, policy, step)
+            self._report(outcome, attempt, policy, limit, step)
             if isinstance(step, Stop):
                 raise Interrupted(step.signum)
             if isinstance(step, Finish):
@@ -57,28 +82,60 @@ class Attempts:
 
     def _report(
         self,
-        rc: int,
-        timed_out: bool,
-        error: str | None,
+        outcome: Outcome,
         attempt: int,
         policy: Policy,
+        limit: float,
         step: Retry | Finish | Stop,
     ) -> None:
-        if error is not None:
-            self.console.warn(error)
-        if timed_out:
-            self.console.warn(
-                f"timeout: command ran past {_seconds(policy.timeout)} and was killed"
-            )
+        if outcome.error is not None:
+            self.console.warn(outcome.error)
+        if outcome.timed_out:
+            cause = "the --deadline" if limit != policy.timeout else _seconds(limit)
+            self.console.warn(f"timeout: command ran past {cause} and was killed")
+        failed = f"attempt {attempt}/{policy.max_attempts} failed (rc={outcome.rc})"
         if isinstance(step, Retry):
-            self.console.info(
-                f"attempt {attempt}/{policy.max_attempts} failed (rc={rc}); "
-                f"retrying in {_seconds(step.delay)}"
-            )
-        elif isinstance(step, Finish) and rc != 0 and policy.retries and error is None:
-            self.console.info(
-                f"attempt {attempt}/{policy.max_attempts} failed (rc={rc}); giving up"
-            )
+            self.console.info(f"{failed}; retrying in {_seconds(step.delay)}")
+        elif isinstance(step, Finish):
+            if step.why == "attempts":
+                self.console.info(f"{failed}; giving up")
+            elif step.why == "deadline":
+                self.console.warn(
+                    f"{failed}; the --deadline of {_seconds(policy.deadline)} leaves no time "
+                    f"for another attempt; exit {outcome.rc}"
+                )
+            elif step.why == "not retried" and outcome.error is None:
+                self.console.info(f"{failed}; rc {outcome.rc} is not retried")
+
+
+def hold(lock: Lock, clock: Clock, wait: float) -> None:
+    """Take `lock`, trying again for up to `wait` seconds while another run holds it."""
+    start = clock.monotonic()
+    pause = LOCK_POLL_FIRST
+    while True:
+        try:
+            lock.acquire()
+        except LockBusy:
+            remaining = wait - (clock.monotonic() - start)
+            if remaining <= 0:
+                raise
+            signum = clock.sleep(min(pause, remaining))
+            if signum is not None:
+                raise Interrupted(signum) from None
+            pause = min(pause * 2, LOCK_POLL_MAX)
+        else:
+            return
+
+
+def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None) -> int:
+    """Run `cmd` with retries; with a lock, as the single instance that holds it."""
+    if lock is None:
+        return attempts.run(cmd, policy)
+    hold(lock, attempts.clock, policy.lock_wait)
+    try:
+        return attempts.run(cmd, policy)
+    finally:
+        lock.release()
 
 
 def apply(
@@ -95,7 +152,7 @@ def apply(
     """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
     if dry_run:
         return _dry_run(name, cmd, markers, console)
-    lock.acquire()
+    hold(lock, attempts.clock, policy.lock_wait)
     try:
         if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
             console.say("already applied")

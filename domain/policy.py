@@ -1,4 +1,4 @@
-"""How long attempts may run and how long to wait between them."""
+"""How long attempts may run, which failures are retried, and how long to wait between them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,23 @@ MAX_DELAY = 365 * 24 * 3600.0
 
 
 class Policy:
-    """Limits of one invocation. Durations are seconds; 0 means no limit."""
+    """Limits of one invocation. Durations are seconds; 0 means no limit.
 
-    __slots__ = ("backoff", "kill_after", "retries", "timeout")
+    `retry_on` is the set of exit codes worth another attempt; None means every
+    failure but 126 and 127. `lock_wait` is how long to wait for a busy lock.
+    """
+
+    __slots__ = (
+        "backoff",
+        "deadline",
+        "jitter",
+        "kill_after",
+        "lock_wait",
+        "max_backoff",
+        "retries",
+        "retry_on",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -17,11 +31,22 @@ class Policy:
         kill_after: float = 10.0,
         retries: int = 0,
         backoff: float = 1.0,
+        *,
+        max_backoff: float = 0.0,
+        jitter: bool = False,
+        retry_on: frozenset[int] | None = None,
+        deadline: float = 0.0,
+        lock_wait: float = 0.0,
     ) -> None:
         self.timeout = timeout
         self.kill_after = kill_after
         self.retries = retries
         self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.jitter = jitter
+        self.retry_on = retry_on
+        self.deadline = deadline
+        self.lock_wait = lock_wait
 
     @property
     def max_attempts(self) -> int:
@@ -36,3 +61,26 @@ def backoff_delay(backoff: float, attempt: int) -> float:
         return min(backoff * 2.0 ** (attempt - 1), MAX_DELAY)
     except OverflowError:
         return MAX_DELAY
+
+
+def wait_after(policy: Policy, attempt: int, fraction: float) -> float:
+    """The wait after failed attempt `attempt`: exponential, capped, then jittered.
+
+    With `policy.jitter` the wait is "full jitter": `fraction` (uniform in [0, 1),
+    from the caller's random source) times the capped exponential wait.
+    """
+    delay = backoff_delay(policy.backoff, attempt)
+    if policy.max_backoff > 0:
+        delay = min(delay, policy.max_backoff)
+    return delay * fraction if policy.jitter else delay
+
+
+def attempt_timeout(policy: Policy, elapsed: float) -> float:
+    """The time limit of an attempt that starts `elapsed` seconds into the run (0 = none).
+
+    A deadline shortens the attempt to what remains of the budget.
+    """
+    if policy.deadline <= 0:
+        return policy.timeout
+    remaining = max(policy.deadline - elapsed, 1e-3)
+    return remaining if policy.timeout <= 0 else min(policy.timeout, remaining)

@@ -24,10 +24,13 @@ class Clock(Protocol):
 
 
 class ProcessRunner(Protocol):
-    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+    def run(
+        self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str]
+    ) -> Outcome:
         """Run `cmd` to its end (timeout and kill_after in seconds, 0 = no limit).
 
-        Raises Interrupted when a signal arrived before the command started.
+        `env` is added to the runner's own environment for the command. Raises
+        Interrupted when a signal arrived before the command started.
         """
 
 

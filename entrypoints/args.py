@@ -31,6 +31,13 @@ options (after the subcommand):
   --kill-after DURATION  SIGKILL the group this long after SIGTERM (default 10s)
   --retries N            try again up to N more times on failure (default 0)
   --backoff DURATION     wait backoff * 2**(attempt-1) before each retry (default 1s)
+  --retry-on CODES       retry only these exit codes, e.g. 1,75,124 or 1-3,124
+                         (default: every failure but 126 and 127)
+  --max-backoff DURATION no single wait is longer than this (default 0: no cap)
+  --jitter               wait a random time between 0 and the capped backoff
+  --deadline DURATION    a budget for the whole run, waits included (default 0: none)
+  --lock FILE            run only: hold an exclusive flock on FILE, or exit 3
+  --lock-wait DURATION   wait this long for a busy lock before exit 3 (default 0)
   --home DIR             keep state/ and runs.jsonl in DIR (default: $RUNNER_HOME,
                          else the folder of runner.py)
   --dry-run              apply only: say what would be done; run and write nothing
@@ -41,20 +48,29 @@ DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no li
 apply runs $RUNNER_APPLY_COMMAND NAME (default: /opt/fixtures/pyops/bin/apply.sh NAME)
 unless a command follows --. NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
 
-exit: the command's code; apply: 0 applied or already applied, 1 failed,
-3 another run in progress; 124 timeout; 125 runner error; 126 cannot execute;
+exit: the command's code; apply: 0 applied or already applied, 1 failed;
+3 another run holds the lock; 124 timeout; 125 runner error; 126 cannot execute;
 127 not found; 128+N ended by signal N.
 """
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_VALUED = ("--timeout", "--kill-after", "--retries", "--backoff", "--home")
-_FLAGS = {"--quiet": "quiet", "-q": "quiet", "--dry-run": "dry_run"}
+_DURATIONS = {
+    "--timeout": "timeout",
+    "--kill-after": "kill_after",
+    "--backoff": "backoff",
+    "--max-backoff": "max_backoff",
+    "--deadline": "deadline",
+    "--lock-wait": "lock_wait",
+}
+_VALUED = (*_DURATIONS, "--retries", "--retry-on", "--home", "--lock")
+_FLAGS = {"--quiet": "quiet", "-q": "quiet", "--dry-run": "dry_run", "--jitter": "jitter"}
+CODE_MAX = 255
 
 
 class Invocation:
     """What the command line asks for."""
 
-    __slots__ = ("action", "cmd", "dry_run", "home", "name", "policy", "quiet")
+    __slots__ = ("action", "cmd", "dry_run", "home", "lock", "name", "policy", "quiet")
 
     def __init__(self, action: str) -> None:
         self.action = action
@@ -62,6 +78,7 @@ class Invocation:
         self.name = ""
         self.policy = Policy()
         self.home: str | None = None
+        self.lock: str | None = None
         self.quiet = False
         self.dry_run = False
 
@@ -86,6 +103,26 @@ def parse_count(text: str, option: str) -> int:
     return int(text)
 
 
+def parse_codes(text: str, option: str) -> frozenset[int]:
+    """Exit codes from `1,75,124` or ranges `1-3,124`; each 1 to 255, never 126 or 127."""
+    codes: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.partition("-")
+        try:
+            first = parse_count(low, option)
+            last = parse_count(high, option) if dash else first
+        except UsageError:
+            raise UsageError(
+                f"{option}: expected codes like 1,75,124 or 1-3, not {text!r}"
+            ) from None
+        if not 1 <= first <= last <= CODE_MAX:
+            raise UsageError(f"{option}: {part!r} is not a range of exit codes from 1 to 255")
+        codes.update(range(first, last + 1))
+    if codes & {126, 127}:
+        raise UsageError(f"{option}: 126 and 127 (cannot execute, not found) are never retried")
+    return frozenset(codes)
+
+
 def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
     if not argv:
         raise UsageError("missing subcommand: run or apply (see --help)")
@@ -103,10 +140,14 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
     if first == "run":
         if invocation.dry_run:
             raise UsageError("--dry-run is an apply option")
+        if invocation.policy.lock_wait and invocation.lock is None:
+            raise UsageError("--lock-wait goes with --lock FILE")
         invocation.cmd = words + (command or [])
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
     else:
+        if invocation.lock is not None:
+            raise UsageError("--lock is a run option; apply always locks <home>/state/lock")
         _read_apply(invocation, words, command, env)
     if invocation.home is None:
         invocation.home = env.get("RUNNER_HOME") or None
@@ -149,7 +190,8 @@ def _read_options(invocation: Invocation, args: list[str]) -> tuple[list[str], l
             invocation.action = "help"
             return [], None
         if word in _FLAGS:
-            setattr(invocation, _FLAGS[word], True)
+            target = invocation.policy if word == "--jitter" else invocation
+            setattr(target, _FLAGS[word], True)
             continue
         option, has_value, value = word.partition("=")
         if option not in _VALUED:
@@ -165,15 +207,15 @@ def _read_options(invocation: Invocation, args: list[str]) -> tuple[list[str], l
 
 def _set_option(invocation: Invocation, option: str, value: str) -> None:
     policy = invocation.policy
-    if option == "--home":
-        if not value:
-            raise UsageError("--home needs a folder")
-        invocation.home = value
+    if option in _DURATIONS:
+        setattr(policy, _DURATIONS[option], parse_duration(value, option))
     elif option == "--retries":
         policy.retries = parse_count(value, option)
-    elif option == "--timeout":
-        policy.timeout = parse_duration(value, option)
-    elif option == "--kill-after":
-        policy.kill_after = parse_duration(value, option)
+    elif option == "--retry-on":
+        policy.retry_on = parse_codes(value, option)
+    elif not value:
+        raise UsageError(f"{option} needs a path")
+    elif option == "--home":
+        invocation.home = value
     else:
-        policy.backoff = parse_duration(value, option)
+        invocation.lock = value

@@ -13,6 +13,7 @@ from entrypoints.args import USAGE, VERSION, Invocation, parse
 if TYPE_CHECKING:
     from typing import TextIO
 
+    from adapters.lock import FcntlLock
     from adapters.signals import SignalWatch
 
 PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -78,40 +79,48 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
-    """Wire the real adapters; `run` loads nothing of the lock and markers."""
-    from adapters.clock import SystemClock
+    """Wire the real adapters; a run without --lock loads nothing of locks and markers."""
+    from adapters.clock import SystemClock, random_fraction
     from adapters.jsonl import JsonlSink
     from adapters.process import PosixProcessRunner
-    from domain.flows import Attempts
+    from domain import flows
 
     home = invocation.home or PROJECT_HOME
+    state = os.path.join(home, "state")
+    lock = _lock(invocation, state)
+    processes = PosixProcessRunner(watch, inherit=tuple if lock is None else lock.fds)
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
+    attempts = flows.Attempts(processes, SystemClock(watch), sink, console, run_id, random_fraction)
     try:
-        if invocation.action == "run":
-            processes = PosixProcessRunner(watch)
-            attempts = Attempts(processes, SystemClock(watch), sink, console, run_id)
-            return attempts.run(invocation.cmd, invocation.policy)
+        if lock is None or invocation.action == "run":
+            return flows.run(invocation.cmd, invocation.policy, attempts=attempts, lock=lock)
 
-        from adapters.lock import FcntlLock
         from adapters.markers import FileMarkerStore
-        from domain.flows import apply
 
-        state = os.path.join(home, "state")
-        lock = FcntlLock(state)
-        processes = PosixProcessRunner(watch, inherit=lock.fds)
-        return apply(
+        return flows.apply(
             invocation.name,
             invocation.cmd,
             invocation.policy,
             dry_run=invocation.dry_run,
-            attempts=Attempts(processes, SystemClock(watch), sink, console, run_id),
+            attempts=attempts,
             lock=lock,
             markers=FileMarkerStore(state),
             console=console,
         )
     finally:
         sink.close()
+
+
+def _lock(invocation: Invocation, state: str) -> FcntlLock | None:
+    """apply's lock in the state folder, run's --lock FILE, or none."""
+    if invocation.action == "run" and invocation.lock is None:
+        return None
+    from adapters.lock import FcntlLock
+
+    if invocation.lock is not None:
+        return FcntlLock(invocation.lock)
+    return FcntlLock(os.path.join(state, "lock"), create_folder=True)
 
 
 def exit_with(status: int) -> NoReturn:

@@ -38,9 +38,13 @@ class FakeProcessRunner:
         self.clock = clock
         self.duration = duration
         self.calls: list[tuple[list[str], float, float]] = []
+        self.envs: list[dict[str, str]] = []
 
-    def run(self, cmd: list[str], timeout: float, kill_after: float) -> Outcome:
+    def run(
+        self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str]
+    ) -> Outcome:
         self.calls.append((cmd, timeout, kill_after))
+        self.envs.append(env)
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, Interrupted):
             raise outcome
@@ -68,13 +72,18 @@ class FakeMarkerStore:
 
 
 class FakeLock:
-    def __init__(self, busy: bool = False) -> None:
+    """Busy for the first `busy_for` tries (or always, with busy=True)."""
+
+    def __init__(self, busy: bool = False, busy_for: int = 0) -> None:
         self.busy = busy
+        self.busy_for = busy_for
         self.held = False
         self.events: list[str] = []
 
     def acquire(self) -> None:
-        if self.busy:
+        if self.busy or self.busy_for > 0:
+            self.busy_for -= 1
+            self.events.append("busy")
             raise LockBusy()
         self.held = True
         self.events.append("acquire")

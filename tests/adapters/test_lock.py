@@ -19,6 +19,12 @@ from adapters.signals import SignalWatch
 from domain.errors import LockBusy, StateError
 from tests.procs import read_pid, wait_for
 
+
+def state_lock(folder: Path) -> FcntlLock:
+    """The lock as apply uses it: `folder/lock`, the folder made on demand."""
+    return FcntlLock(str(folder / "lock"), create_folder=True)
+
+
 HOLD = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
@@ -30,7 +36,7 @@ sys.stdin.read()
 
 def test_second_holder_is_refused_until_the_first_lets_go(tmp_path: Path) -> None:
     """Two locks on one folder: the second is LockBusy; after release it succeeds."""
-    first, second = FcntlLock(str(tmp_path)), FcntlLock(str(tmp_path))
+    first, second = state_lock(tmp_path), state_lock(tmp_path)
     first.acquire()
     with pytest.raises(LockBusy):
         second.acquire()
@@ -51,17 +57,17 @@ def test_a_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
         assert holder.stdout is not None
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(LockBusy):
-            FcntlLock(str(tmp_path)).acquire()
+            state_lock(tmp_path).acquire()
     finally:
         holder.communicate("")
-    FcntlLock(str(tmp_path)).acquire()
+    state_lock(tmp_path).acquire()
 
 
 def test_the_lock_lives_on_in_a_command_that_inherited_it(
     tmp_path: Path, watch: SignalWatch
 ) -> None:
     """The runner lets go, but the command's process tree still holds the lock."""
-    lock = FcntlLock(str(tmp_path / "state"))
+    lock = state_lock(tmp_path / "state")
     lock.acquire()
     pidfile = tmp_path / "pid"
     runner = PosixProcessRunner(watch, inherit=lock.fds)
@@ -69,13 +75,13 @@ def test_the_lock_lives_on_in_a_command_that_inherited_it(
     assert runner.run(background, 0, 10).rc == 0
     lock.release()
     with pytest.raises(LockBusy):
-        FcntlLock(str(tmp_path / "state")).acquire()
+        state_lock(tmp_path / "state").acquire()
     os.kill(read_pid(str(pidfile)), signal.SIGKILL)
     wait_for(lambda: _free(tmp_path / "state"), what="the lock to be freed")
 
 
 def _free(folder: Path) -> bool:
-    lock = FcntlLock(str(folder))
+    lock = state_lock(folder)
     try:
         lock.acquire()
     except LockBusy:
@@ -87,7 +93,7 @@ def _free(folder: Path) -> bool:
 def test_state_folder_is_created_0700(tmp_path: Path) -> None:
     """A missing state folder is created, readable by its owner only."""
     folder = tmp_path / "a" / "state"
-    FcntlLock(str(folder)).acquire()
+    state_lock(folder).acquire()
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
@@ -95,7 +101,7 @@ def test_a_state_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     """state is a regular file: StateError, nothing created."""
     (tmp_path / "state").write_text("")
     with pytest.raises(StateError, match="not a folder"):
-        FcntlLock(str(tmp_path / "state")).acquire()
+        state_lock(tmp_path / "state").acquire()
 
 
 def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
@@ -103,7 +109,7 @@ def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere"
     (tmp_path / "lock").symlink_to(target)
     with pytest.raises(StateError, match="symbolic link"):
-        FcntlLock(str(tmp_path)).acquire()
+        state_lock(tmp_path).acquire()
     assert not target.exists()
 
 
@@ -114,18 +120,31 @@ def test_both_busy_errnos_mean_another_run(
     """Portable code checks EACCES as well as EAGAIN, as the fcntl docs say."""
     mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(code, os.strerror(code)))
     with pytest.raises(LockBusy):
-        FcntlLock(str(tmp_path)).acquire()
+        state_lock(tmp_path).acquire()
 
 
 def test_other_flock_errors_are_state_errors(tmp_path: Path, mocker: MockerFixture) -> None:
     """ENOLCK (say, on a network file system) is not mistaken for a busy lock."""
     mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(errno.ENOLCK, "No locks"))
     with pytest.raises(StateError, match="cannot lock"):
-        FcntlLock(str(tmp_path)).acquire()
+        state_lock(tmp_path).acquire()
 
 
 def test_a_read_only_state_folder_is_a_state_error(tmp_path: Path, mocker: MockerFixture) -> None:
     """EROFS when creating the lock file: a clear StateError."""
     mocker.patch("adapters.lock.os.open", side_effect=OSError(errno.EROFS, "Read-only file system"))
     with pytest.raises(StateError, match="Read-only"):
+        state_lock(tmp_path).acquire()
+
+
+def test_a_lock_file_in_a_missing_folder_is_a_state_error(tmp_path: Path) -> None:
+    """run --lock FILE does not create folders: a missing one is a clear error."""
+    with pytest.raises(StateError, match="No such file"):
+        FcntlLock(str(tmp_path / "missing" / "job.lock")).acquire()
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_lock_path_that_is_a_folder_is_a_state_error(tmp_path: Path) -> None:
+    """--lock naming a folder is refused with a clear message."""
+    with pytest.raises(StateError, match="is a folder"):
         FcntlLock(str(tmp_path)).acquire()

@@ -114,3 +114,51 @@ def test_usage_errors(argv: list[str], message: str) -> None:
 def test_help_anywhere(argv: list[str]) -> None:
     """--help before or after the subcommand."""
     assert parse(argv, {}).action == "help"
+
+
+def test_retry_policy_options() -> None:
+    """--retry-on with ranges, --max-backoff, --jitter, --deadline, --lock, --lock-wait."""
+    inv = parse(
+        [
+            "run",
+            "--retry-on",
+            "1-3,124",
+            "--max-backoff=1m",
+            "--jitter",
+            "--deadline",
+            "2h",
+            "--lock",
+            "/run/job.lock",
+            "--lock-wait",
+            "30s",
+            "true",
+        ],
+        {},
+    )
+    policy = inv.policy
+    assert policy.retry_on == frozenset({1, 2, 3, 124})
+    assert (policy.max_backoff, policy.jitter, policy.deadline) == (60, True, 7200)
+    assert (inv.lock, policy.lock_wait) == ("/run/job.lock", 30)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--retry-on", "", "true"], "--retry-on"),
+        (["run", "--retry-on", "0", "true"], "from 1 to 255"),
+        (["run", "--retry-on", "256", "true"], "from 1 to 255"),
+        (["run", "--retry-on", "5-3", "true"], "from 1 to 255"),
+        (["run", "--retry-on", "1,x", "true"], "--retry-on"),
+        (["run", "--retry-on", "1-", "true"], "--retry-on"),
+        (["run", "--retry-on", "120-130", "true"], "never retried"),
+        (["run", "--max-backoff", "-1", "true"], "--max-backoff"),
+        (["run", "--deadline", "nan", "true"], "--deadline"),
+        (["run", "--lock-wait", "5", "true"], "--lock-wait goes with --lock"),
+        (["run", "--lock", "", "true"], "--lock needs a path"),
+        (["apply", "--lock", "/x", "a"], "--lock is a run option"),
+    ],
+)
+def test_retry_policy_usage_errors(argv: list[str], message: str) -> None:
+    """Every new value is validated like the others."""
+    with pytest.raises(UsageError, match=message):
+        parse(argv, {})
