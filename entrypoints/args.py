@@ -15,43 +15,8 @@ from domain.policy import Policy
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-VERSION = "0.1.0"
 DEFAULT_APPLY_COMMAND = "/opt/fixtures/pyops/bin/apply.sh"
-
-USAGE = """\
-usage: runner.py run [OPTIONS] [--] CMD [ARG...]
-       runner.py apply [OPTIONS] [--dry-run] NAME [-- CMD [ARG...]]
-
-Run an external command safely: ended when it hangs, retried with exponential
-backoff when it fails, applied once when it must not run twice.
-
-options (after the subcommand):
-  --timeout DURATION     end an attempt after this long: SIGTERM to its process
-                         group, exit 124 (default 0: no limit)
-  --kill-after DURATION  SIGKILL the group this long after SIGTERM (default 10s)
-  --retries N            try again up to N more times on failure (default 0)
-  --backoff DURATION     wait backoff * 2**(attempt-1) before each retry (default 1s)
-  --retry-on CODES       retry only these exit codes, e.g. 1,75,124 or 1-3,124
-                         (default: every failure but 126 and 127)
-  --max-backoff DURATION no single wait is longer than this (default 0: no cap)
-  --jitter               wait a random time between 0 and the capped backoff
-  --deadline DURATION    a budget for the whole run, waits included (default 0: none)
-  --lock FILE            run only: hold an exclusive flock on FILE, or exit 3
-  --lock-wait DURATION   wait this long for a busy lock before exit 3 (default 0)
-  --home DIR             keep state/ and runs.jsonl in DIR (default: $RUNNER_HOME,
-                         else the folder of runner.py)
-  --dry-run              apply only: say what would be done; run and write nothing
-  -q, --quiet            print errors only
-  -h, --help             show this help; --version shows the version
-
-DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit.
-apply runs $RUNNER_APPLY_COMMAND NAME (default: /opt/fixtures/pyops/bin/apply.sh NAME)
-unless a command follows --. NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
-
-exit: the command's code; apply: 0 applied or already applied, 1 failed;
-3 another run holds the lock; 124 timeout; 125 runner error; 126 cannot execute;
-127 not found; 128+N ended by signal N.
-"""
+ACTIONS = ("run", "apply", "stats", "applied", "forget")
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATIONS = {
@@ -62,15 +27,46 @@ _DURATIONS = {
     "--deadline": "deadline",
     "--lock-wait": "lock_wait",
 }
-_VALUED = (*_DURATIONS, "--retries", "--retry-on", "--home", "--lock")
-_FLAGS = {"--quiet": "quiet", "-q": "quiet", "--dry-run": "dry_run", "--jitter": "jitter"}
+_PATHS = {"--home": "home", "--lock": "lock", "--log": "log", "--prometheus": "prometheus"}
+_VALUED = (*_DURATIONS, *_PATHS, "--retries", "--retry-on", "--since", "--by")
+_FLAGS = {
+    "--quiet": "quiet",
+    "-q": "quiet",
+    "--dry-run": "dry_run",
+    "--jitter": "jitter",
+    "--json": "json",
+}
+_EVERYWHERE = frozenset({"--home", "--quiet", "-q"})
+_POLICY = frozenset({*_DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
+ALLOWED = {
+    "run": _EVERYWHERE | _POLICY | {"--lock", "--lock-wait"},
+    "apply": _EVERYWHERE | _POLICY | {"--dry-run", "--lock-wait"},
+    "stats": _EVERYWHERE | {"--log", "--since", "--by", "--json", "--prometheus"},
+    "applied": _EVERYWHERE | {"--json"},
+    "forget": _EVERYWHERE | {"--dry-run", "--lock-wait"},
+}
+"""The options each subcommand takes."""
 CODE_MAX = 255
 
 
 class Invocation:
     """What the command line asks for."""
 
-    __slots__ = ("action", "cmd", "dry_run", "home", "lock", "name", "policy", "quiet")
+    __slots__ = (
+        "action",
+        "by",
+        "cmd",
+        "dry_run",
+        "home",
+        "json",
+        "lock",
+        "log",
+        "name",
+        "policy",
+        "prometheus",
+        "quiet",
+        "since",
+    )
 
     def __init__(self, action: str) -> None:
         self.action = action
@@ -79,6 +75,11 @@ class Invocation:
         self.policy = Policy()
         self.home: str | None = None
         self.lock: str | None = None
+        self.log: str | None = None
+        self.prometheus: str | None = None
+        self.since: float | None = None
+        self.by = "cmd"
+        self.json = False
         self.quiet = False
         self.dry_run = False
 
@@ -125,33 +126,43 @@ def parse_codes(text: str, option: str) -> frozenset[int]:
 
 def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
     if not argv:
-        raise UsageError("missing subcommand: run or apply (see --help)")
+        raise UsageError(f"missing subcommand: {', '.join(ACTIONS)} (see --help)")
     first = argv[0]
     if first in ("-h", "--help", "help"):
         return Invocation("help")
     if first == "--version":
         return Invocation("version")
-    if first not in ("run", "apply"):
-        raise UsageError(f"unknown subcommand {first!r}: use run or apply (see --help)")
+    if first not in ACTIONS:
+        raise UsageError(f"unknown subcommand {first!r}: use {', '.join(ACTIONS)} (see --help)")
     invocation = Invocation(first)
     words, command = _read_options(invocation, argv[1:])
-    if invocation.action == "help":
-        return invocation
-    if first == "run":
-        if invocation.dry_run:
-            raise UsageError("--dry-run is an apply option")
+    if invocation.action != "help":
+        _read_words(invocation, words, command, env)
+        if invocation.home is None:
+            invocation.home = env.get("RUNNER_HOME") or None
+    return invocation
+
+
+def _read_words(
+    invocation: Invocation, words: list[str], command: list[str] | None, env: Mapping[str, str]
+) -> None:
+    """The positional words of each subcommand: a command, a NAME, or none."""
+    action = invocation.action
+    if action == "run":
         if invocation.policy.lock_wait and invocation.lock is None:
             raise UsageError("--lock-wait goes with --lock FILE")
         invocation.cmd = words + (command or [])
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
-    else:
-        if invocation.lock is not None:
-            raise UsageError("--lock is a run option; apply always locks <home>/state/lock")
+    elif action == "apply":
         _read_apply(invocation, words, command, env)
-    if invocation.home is None:
-        invocation.home = env.get("RUNNER_HOME") or None
-    return invocation
+    elif action == "forget":
+        if len(words) != 1 or command is not None:
+            raise UsageError("forget: give exactly one NAME (runner.py forget [--dry-run] NAME)")
+        invocation.name = check_name(words[0])
+    elif words or command is not None:
+        extra = (words or command or ["--"])[0]
+        raise UsageError(f"{action}: unexpected argument {extra!r}")
 
 
 def _read_apply(
@@ -189,13 +200,17 @@ def _read_options(invocation: Invocation, args: list[str]) -> tuple[list[str], l
         if word in ("-h", "--help"):
             invocation.action = "help"
             return [], None
-        if word in _FLAGS:
-            target = invocation.policy if word == "--jitter" else invocation
-            setattr(target, _FLAGS[word], True)
-            continue
         option, has_value, value = word.partition("=")
-        if option not in _VALUED:
+        if option not in _VALUED and option not in _FLAGS:
             raise UsageError(f"unknown option {option!r} (see --help)")
+        if option not in ALLOWED[invocation.action]:
+            raise UsageError(f"{option} is not an option of {invocation.action}")
+        if option in _FLAGS:
+            if has_value:
+                raise UsageError(f"{option} takes no value")
+            target = invocation.policy if option == "--jitter" else invocation
+            setattr(target, _FLAGS[option], True)
+            continue
         if not has_value:
             if index >= len(args):
                 raise UsageError(f"{option} needs a value")
@@ -213,9 +228,13 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         policy.retries = parse_count(value, option)
     elif option == "--retry-on":
         policy.retry_on = parse_codes(value, option)
+    elif option == "--since":
+        invocation.since = parse_duration(value, option)
+    elif option == "--by":
+        if value not in ("cmd", "name"):
+            raise UsageError(f"--by: expected cmd or name, not {value!r}")
+        invocation.by = value
     elif not value:
         raise UsageError(f"{option} needs a path")
-    elif option == "--home":
-        invocation.home = value
     else:
-        invocation.lock = value
+        setattr(invocation, _PATHS[option], value)

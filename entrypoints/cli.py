@@ -8,7 +8,8 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
-from entrypoints.args import USAGE, VERSION, Invocation, parse
+from entrypoints.args import Invocation, parse
+from entrypoints.usage import USAGE, VERSION
 
 if TYPE_CHECKING:
     from typing import TextIO

@@ -155,7 +155,7 @@ def test_retry_policy_options() -> None:
         (["run", "--deadline", "nan", "true"], "--deadline"),
         (["run", "--lock-wait", "5", "true"], "--lock-wait goes with --lock"),
         (["run", "--lock", "", "true"], "--lock needs a path"),
-        (["apply", "--lock", "/x", "a"], "--lock is a run option"),
+        (["apply", "--lock", "/x", "a"], "--lock is not an option of apply"),
     ],
 )
 def test_retry_policy_usage_errors(argv: list[str], message: str) -> None:
