@@ -8,6 +8,7 @@ from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
 
+from domain.apply import shell_words
 from domain.stats import Summary
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
@@ -142,12 +143,3 @@ def _decode(line: bytes) -> object:
         return json.loads(line)
     except ValueError:
         return None
-
-
-def shell_words(cmd: list[str]) -> str:
-    """The command as a shell user would type it (for display; never executed)."""
-    safe = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
-    return " ".join(
-        arg if arg and safe.issuperset(arg) else "'" + arg.replace("'", "'\"'\"'") + "'"
-        for arg in cmd
-    )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import errno
 import os
 
+from adapters.files import sync_folder, write_atomically
 from adapters.jsonl import dumps, iso8601
 from adapters.state import ensure_folder
 from domain.errors import StateError
@@ -29,10 +29,7 @@ class FileMarkerStore:
         return True
 
     def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
-        """Write a temporary file, fsync it, rename it into place, fsync the folder."""
         ensure_folder(self.folder)
-        final = self.path(name)
-        temporary = os.path.join(self.folder, f".{name}{SUFFIX}.{os.getpid()}.tmp")
         body = dumps(
             {
                 "name": name,
@@ -42,26 +39,49 @@ class FileMarkerStore:
                 "host": os.uname().nodename,
             }
         )
+        final = self.path(name)
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            try:
-                data = (body + "\n").encode("ascii")
-                if os.write(fd, data) != len(data):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.rename(temporary, final)
-            folder = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
+            write_atomically(final, (body + "\n").encode("ascii"), 0o600)
         except OSError as exc:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
             raise StateError(
-                f"{name} was applied but its marker {final} could not be written: {exc.strerror}"
+                f"{name} was applied but its marker {final} could not be written: "
+                f"{exc.strerror or exc}"
             ) from None
+
+    def remove(self, name: str) -> bool:
+        """Delete the marker durably; False when there was none."""
+        try:
+            os.unlink(self.path(name))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StateError(f"cannot remove marker {self.path(name)}: {exc.strerror}") from None
+        try:
+            sync_folder(self.folder)
+        except OSError as exc:
+            raise StateError(f"cannot sync state folder {self.folder}: {exc.strerror}") from None
+        return True
+
+    def entries(self) -> list[dict[str, object]]:
+        """Every marker's record, by name; an unreadable one says why instead."""
+        import json  # noqa: PLC0415 - only listing reads markers back
+
+        try:
+            names = sorted(
+                entry[: -len(SUFFIX)] for entry in os.listdir(self.folder) if entry.endswith(SUFFIX)
+            )
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StateError(f"cannot list state folder {self.folder}: {exc.strerror}") from None
+        found: list[dict[str, object]] = []
+        for name in names:
+            try:
+                with open(self.path(name), "rb") as handle:
+                    record = json.loads(handle.read())
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError) as exc:
+                record = {"error": f"unreadable marker: {exc}"}
+            found.append({**record, "name": name})
+        return found

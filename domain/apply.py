@@ -52,3 +52,14 @@ def decide_apply(applied: bool, dry_run: bool) -> ApplyDecision:
     if dry_run:
         return DryRun()
     return Run()
+
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
+def shell_words(cmd: list[str]) -> str:
+    """The command as a shell user would type it (for messages only; never executed)."""
+    return " ".join(
+        arg if arg and _SAFE.issuperset(arg) else "'" + arg.replace("'", "'\"'\"'") + "'"
+        for arg in cmd
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from domain.apply import DryRun, Skip, decide_apply
+from domain.apply import DryRun, Skip, decide_apply, shell_words
 from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
 from domain.errors import ExitStatus, Interrupted, LockBusy
 from domain.policy import attempt_timeout
@@ -175,14 +175,5 @@ def _dry_run(name: str, cmd: list[str], markers: MarkerStore, console: Console) 
     if isinstance(decision, Skip):
         console.say("already applied", always=True)
     elif isinstance(decision, DryRun):
-        console.say(f"would apply {name}: would run {_quote(cmd)}", always=True)
+        console.say(f"would apply {name}: would run {shell_words(cmd)}", always=True)
     return ExitStatus.OK
-
-
-def _quote(cmd: list[str]) -> str:
-    """The command as a shell user would type it (for messages only; never executed)."""
-    safe = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
-    return " ".join(
-        arg if arg and safe.issuperset(arg) else "'" + arg.replace("'", "'\"'\"'") + "'"
-        for arg in cmd
-    )

@@ -49,6 +49,9 @@ class MarkerStore(Protocol):
         Raises StateError when the record cannot be written.
         """
 
+    def remove(self, name: str) -> bool:
+        """Forget that `name` was applied; False when it was not."""
+
 
 class Lock(Protocol):
     def acquire(self) -> None:

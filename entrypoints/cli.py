@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         if invocation.action == "version":
             console.say(f"runner.py {VERSION}", always=True)
             return ExitStatus.OK
-        return _execute(invocation, watch, console)
+        if invocation.action in ("run", "apply"):
+            return _execute(invocation, watch, console)
+        return _manage(invocation, watch, console)
     except Interrupted as stop:
         return stop.exit_code
     except RunnerError as error:
@@ -111,6 +113,38 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         )
     finally:
         sink.close()
+
+
+def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
+    """stats, applied and forget."""
+    home = invocation.home or PROJECT_HOME
+    if invocation.action == "stats":
+        from entrypoints.stats import stats
+
+        return stats(invocation, home, console)
+
+    from adapters.markers import FileMarkerStore
+
+    state = os.path.join(home, "state")
+    markers = FileMarkerStore(state)
+    if invocation.action == "applied":
+        from entrypoints.stats import applied
+
+        return applied(markers.entries(), invocation.json, console)
+
+    from adapters.clock import SystemClock
+    from adapters.lock import FcntlLock
+    from domain.manage import forget
+
+    return forget(
+        invocation.name,
+        dry_run=invocation.dry_run,
+        lock_wait=invocation.policy.lock_wait,
+        lock=FcntlLock(os.path.join(state, "lock"), create_folder=True),
+        markers=markers,
+        clock=SystemClock(watch),
+        console=console,
+    )
 
 
 def _lock(invocation: Invocation, state: str) -> FcntlLock | None:

@@ -70,6 +70,9 @@ class FakeMarkerStore:
     def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
         self.applied[name] = {"when": when, "run_id": run_id, "cmd": cmd}
 
+    def remove(self, name: str) -> bool:
+        return self.applied.pop(name, None) is not None
+
 
 class FakeLock:
     """Busy for the first `busy_for` tries (or always, with busy=True)."""

@@ -1,0 +1,39 @@
+"""Managing applied state: forget a name so that its next apply runs again."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from domain.errors import ExitStatus
+from domain.flows import hold
+
+if TYPE_CHECKING:
+    from domain.ports import Clock, Console, Lock, MarkerStore
+
+
+def forget(
+    name: str,
+    *,
+    dry_run: bool,
+    lock_wait: float,
+    lock: Lock,
+    markers: MarkerStore,
+    clock: Clock,
+    console: Console,
+) -> int:
+    """Remove `name`'s marker under apply's lock (LockBusy while an apply runs)."""
+    if dry_run:
+        if markers.exists(name):
+            console.say(f"would forget {name}: its next apply would run again", always=True)
+        else:
+            console.say(f"{name} is not applied; nothing to forget", always=True)
+        return ExitStatus.OK
+    hold(lock, clock, lock_wait)
+    try:
+        if markers.remove(name):
+            console.say(f"forgot {name}: its next apply runs again")
+        else:
+            console.say(f"{name} is not applied; nothing to forget")
+        return ExitStatus.OK
+    finally:
+        lock.release()
