@@ -69,6 +69,8 @@ DROP_FIRST = (
     "signalled",
     "timed_out",
     "retried_runs",
+    "duration_p95_s",
+    "attempts",
 )
 """Columns given up, in this order, when the terminal is too narrow."""
 KEY_MIN = 20

@@ -66,3 +66,15 @@ def read_pid(path: str) -> int:
     wait_for(written, what=path)
     with open(path) as handle:
         return int(handle.read().split()[0])
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler installed for `signum` (SigCgt in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except OSError:
+        pass
+    return False

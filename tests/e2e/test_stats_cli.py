@@ -1,0 +1,153 @@
+"""stats, applied and forget through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.conftest import Lab
+from tests.procs import catches, read_pid, wait_for
+
+
+def test_stats_shows_the_runs_that_needed_retries(lab: Lab) -> None:
+    """flaky.sh succeeded on its third attempt: the table and JSON say so."""
+    lab.run("run", "--retries", "3", "--backoff", "0", "--", lab.fixture("flaky.sh"))
+    lab.run("run", "--timeout", "0.1", "--", "sleep", "5")
+    lab.run("run", "--", "true")
+    result = lab.run("stats", "--json")
+    assert result.returncode == 0
+    doc = json.loads(result.stdout)
+    rows = {row["cmd"]: row for row in doc["groups"]}
+    flaky = rows[lab.fixture("flaky.sh")]
+    assert (flaky["runs"], flaky["succeeded"], flaky["attempts_max"], flaky["retried_runs"]) == (
+        1,
+        1,
+        3,
+        1,
+    )
+    assert rows["sleep 5"]["timed_out"] == 1
+    assert doc["groups"][0]["cmd"] == "sleep 5"
+    table = lab.run("stats", env={"COLUMNS": "200"}).stdout.decode().splitlines()
+    assert table[0].split()[:4] == ["CMD", "RUNS", "OK", "FAIL"]
+    assert len(table) == 4
+
+
+def test_stats_reports_malformed_lines_and_never_crashes(lab: Lab) -> None:
+    """Broken lines are counted on stderr; the rest is summarized."""
+    lab.run("run", "--", "true")
+    with lab.log.open("ab") as handle:
+        handle.write(b'\x00\xff garbage\n{"half": \n')
+    result = lab.run("stats")
+    assert result.returncode == 0
+    assert b"skipped 2 malformed lines" in result.stderr
+    assert b"true" in result.stdout
+    assert b"Traceback" not in result.stderr
+
+
+def test_stats_of_a_missing_or_empty_log_says_so(lab: Lab) -> None:
+    """No log yet: a clear line, exit 0; an empty one likewise."""
+    missing = lab.run("stats")
+    assert (missing.returncode, missing.stdout) == (0, b"")
+    assert b"no attempt log" in missing.stderr
+    lab.log.write_bytes(b"")
+    empty = lab.run("stats")
+    assert empty.returncode == 0
+    assert b"no runs" in empty.stderr
+
+
+def test_stats_since_and_by_name(lab: Lab) -> None:
+    """--by name groups apply runs by NAME; --since 1h keeps today's runs."""
+    lab.run("apply", "db", "--", "true")
+    lab.run("run", "--", "true")
+    doc = json.loads(lab.run("stats", "--by", "name", "--since", "1h", "--json").stdout)
+    assert sorted(row["name"] for row in doc["groups"]) == ["-", "db"]
+
+
+def test_prometheus_file_is_written_atomically_and_parses(lab: Lab) -> None:
+    """--prometheus FILE: a textfile-collector file that a real parser reads."""
+    lab.run("run", "--retries", "1", "--backoff", "0", "--", "false")
+    out = lab.tmp / "runner.prom"
+    assert lab.run("stats", "--prometheus", str(out)).returncode == 0
+    families = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    attempts = families["runner_attempts"].samples
+    assert [(s.labels["cmd"], s.value) for s in attempts] == [("false", 2)]
+    assert [p.name for p in lab.tmp.iterdir() if p.name.startswith(".")] == []
+
+
+def test_applied_lists_markers_and_forget_removes_one(lab: Lab) -> None:
+    """applied shows name, time, run id, command, host; forget makes apply run again."""
+    lab.run("apply", "db")
+    listing = lab.run("applied").stdout.decode().splitlines()
+    assert listing[0].split() == ["NAME", "APPLIED", "RUN", "ID", "HOST", "COMMAND"]
+    assert listing[1].startswith("db ")
+    entries = json.loads(lab.run("applied", "--json").stdout)
+    assert entries[0]["name"] == "db"
+    assert entries[0]["cmd"][-1] == "db"
+    dry = lab.run("forget", "--dry-run", "db")
+    assert b"would forget db" in dry.stdout
+    assert (lab.state / "db.done").exists()
+    assert lab.run("forget", "db").stdout == b"forgot db: its next apply runs again\n"
+    assert lab.run("forget", "db").stdout == b"db is not applied; nothing to forget\n"
+    assert lab.run("apply", "db").returncode == 0
+    assert len(lab.applications()) == 2
+
+
+def test_forget_waits_for_no_one_while_an_apply_runs(lab: Lab) -> None:
+    """forget racing an apply: the apply holds the lock, forget exits 3 and removes nothing."""
+    pidfile = lab.tmp / "pid"
+    release = lab.tmp / "release"
+    script = f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"
+    runner = lab.start("apply", "db", "--", "sh", "-c", script)
+    read_pid(str(pidfile))
+    busy = lab.run("forget", "db")
+    assert busy.returncode == 3
+    assert b"another run in progress" in busy.stderr
+    release.touch()
+    assert runner.wait(timeout=20) == 0
+    assert (lab.state / "db.done").exists()
+    assert lab.run("forget", "db").returncode == 0
+    assert not (lab.state / "db.done").exists()
+
+
+def test_forget_and_apply_race_and_one_wins_cleanly(lab: Lab) -> None:
+    """Started together many times: state is always consistent with who won."""
+    for round_ in range(6):
+        name = f"step{round_}"
+        lab.run("apply", name, "--", "true")
+        apply = lab.start("apply", name, "--", "true")
+        forget = lab.start("forget", name)
+        codes = (apply.wait(timeout=20), forget.wait(timeout=20))
+        assert set(codes) <= {0, 3}
+        marked = (lab.state / f"{name}.done").exists()
+        if codes[1] == 3:
+            assert marked
+
+
+def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> None:
+    """Names are checked like apply's; SIGTERM during --lock-wait gives 143."""
+    assert lab.run("forget", "../etc").returncode == 125
+    lab.state.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT);"
+            " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            str(lab.state / "lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == b"held\n"
+        waiting = lab.start("forget", "--lock-wait", "60", "db")
+        wait_for(lambda: catches(waiting.pid, signal.SIGTERM), what="the runner's handlers")
+        waiting.send_signal(signal.SIGTERM)
+        assert waiting.wait(timeout=20) == 143
+    finally:
+        holder.communicate(b"")

@@ -1,0 +1,113 @@
+"""Runs and aggregates from attempt lines, checked against hand-computed figures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain.stats import Histogram, Summary, outcome_of
+
+T0 = 1_800_000_000.0
+
+
+def attempt(
+    summary: Summary, run_id: str, key: str, at: float, n: int, rc: int, ms: int, waits: bool
+) -> None:
+    summary.add(run_id, key, T0 + at, n, rc, ms, waits)
+
+
+def small_log() -> Summary:
+    """deploy: one success on its 3rd attempt, one plain failure; backup: a timeout, a signal."""
+    s = Summary()
+    attempt(s, "r1", "deploy", 0, 1, 1, 100, True)
+    attempt(s, "r2", "backup", 1, 1, 124, 2000, False)
+    attempt(s, "r1", "deploy", 1.1, 2, 1, 100, True)
+    attempt(s, "r1", "deploy", 3.2, 3, 0, 300, False)
+    attempt(s, "r3", "deploy", 10, 1, 2, 50, False)
+    attempt(s, "r4", "backup", 20, 1, 143, 500, False)
+    return s
+
+
+def test_runs_are_grouped_by_run_id_and_counted_by_outcome() -> None:
+    """Attempts of one run_id make one run; its last rc decides the outcome."""
+    groups = small_log().finish()
+    deploy, backup = groups["deploy"], groups["backup"]
+    assert (deploy.runs, deploy.outcomes["success"], deploy.outcomes["failure"]) == (2, 1, 1)
+    assert (backup.outcomes["timeout"], backup.outcomes["signal"]) == (1, 1)
+    assert (deploy.attempts, deploy.attempts_max, deploy.retried) == (4, 3, 1)
+    assert (deploy.failures, backup.failures) == (1, 2)
+
+
+def test_run_duration_is_first_start_to_last_end() -> None:
+    """r1 starts at 0 and its last attempt ends at 3.2 + 0.3 s: 3.5 s."""
+    deploy = small_log().finish()["deploy"]
+    assert deploy.durations.maximum == pytest.approx(3500)
+    assert deploy.durations.count == 2
+    assert deploy.last_run == T0 + 10
+    assert deploy.last_success == pytest.approx(T0 + 3.5)
+
+
+def test_since_keeps_runs_that_started_after_it() -> None:
+    """--since: a run counts by the start of its first attempt."""
+    s = Summary(since=T0 + 5)
+    attempt(s, "old", "job", 0, 1, 0, 10, False)
+    attempt(s, "new", "job", 6, 1, 0, 10, False)
+    assert s.finish()["job"].runs == 1
+
+
+def test_a_run_never_seen_to_end_counts_as_it_stands() -> None:
+    """A runner killed mid-run leaves an attempt followed by a wait: counted at the end."""
+    s = Summary()
+    attempt(s, "killed", "job", 0, 1, 1, 10, True)
+    assert s.by_key == {}
+    groups = s.finish()
+    assert groups["job"].outcomes["failure"] == 1
+
+
+def test_merging_the_halves_of_a_log_gives_the_whole() -> None:
+    """A run split between two parts of the log is joined when the parts merge."""
+    first, second = Summary(), Summary()
+    attempt(first, "r1", "job", 0, 1, 1, 10, True)
+    attempt(first, "r2", "job", 0.5, 1, 0, 10, False)
+    attempt(second, "r1", "job", 1, 2, 0, 10, False)
+    first.merge(second)
+    job = first.finish()["job"]
+    assert (job.runs, job.attempts, job.retried, job.outcomes["success"]) == (2, 3, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("rc", "outcome"),
+    [
+        (0, "success"),
+        (1, "failure"),
+        (2, "failure"),
+        (124, "timeout"),
+        (130, "signal"),
+        (143, "signal"),
+        (137, "signal"),
+        (127, "failure"),
+        (255, "failure"),
+    ],
+)
+def test_outcomes(rc: int, outcome: str) -> None:
+    """124 is a timeout, 128+N a signal, other non-zero codes failures."""
+    assert outcome_of(rc) == outcome
+
+
+@given(st.lists(st.integers(1, 10**7), min_size=1, max_size=300), st.sampled_from([0.5, 0.95]))
+def test_quantiles_are_within_two_percent(values: list[int], q: float) -> None:
+    """The log-bucketed histogram answers within its bucket width of the exact quantile."""
+    hist = Histogram()
+    for value in values:
+        hist.add(value)
+    exact = sorted(values)[max(1, math.ceil(len(values) * q)) - 1]
+    assert hist.quantile(q) == pytest.approx(exact, rel=0.021)
+    assert hist.maximum == max(values)
+
+
+def test_empty_histogram_answers_zero() -> None:
+    """No runs: quantiles of 0, not an error."""
+    assert Histogram().quantile(0.5) == 0
