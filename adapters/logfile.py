@@ -20,6 +20,9 @@ BATCH_BYTES = 1 << 20
 PARALLEL_FROM = 8 << 20
 """Logs from this size (bytes) up are read by one process per core."""
 
+PIECES_PER_WORKER = 4
+"""A large log is cut into this many pieces per process, so a slower core takes fewer."""
+
 
 class LogSummary:
     """A Summary of a log, with how many lines were read and how many were not attempts."""
@@ -39,9 +42,9 @@ def summarize(path: str, by: str, since: float | None, workers: int | None = Non
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    bounds = _split(path, size, workers)
+    bounds = _split(path, size, workers * PIECES_PER_WORKER)
     spans = list(pairwise(bounds))
-    with ProcessPoolExecutor(len(spans), mp_context=get_context("fork")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
         parts = list(
             pool.map(
                 summarize_range,

@@ -192,6 +192,43 @@ def _quiet(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def bench_stats(lines: int, reps: int, env: dict[str, str]) -> dict[str, Any]:
+    """`stats` over a log of `lines` attempts: runs of four commands, a third with retries."""
+    home = Path(tempfile.mkdtemp(prefix="bench-stats-"))
+    log = home / "runs.jsonl"
+    commands = [
+        '["/opt/jobs/sync.sh","--fast"]',
+        '["backup","--all"]',
+        '["deploy","app"]',
+        '["true"]',
+    ]
+    with log.open("w") as handle:
+        written, run = 0, 0
+        while written < lines:
+            run += 1
+            cmd = commands[run % 4]
+            attempts = 1 + (run % 3 == 0) * 2
+            for attempt in range(1, attempts + 1):
+                last = attempt == attempts
+                rc = 0 if last and run % 5 else 1
+                delay = "" if last else f',"delay_ms":{1000 * attempt}'
+                handle.write(
+                    f'{{"ts":"2026-11-29T10:{run // 60 % 60:02d}:{run % 60:02d}.000+00:00",'
+                    f'"cmd":{cmd},"attempt":{attempt},"rc":{rc},"duration_ms":{run % 5000},'
+                    f'"run_id":"{run:016x}"{delay}}}\n'
+                )
+                written += 1
+    local = {**env, "RUNNER_HOME": str(home)}
+    runs = [spawn(runner("stats", "--json"), local) for _ in range(reps)]
+    return {
+        "lines": written,
+        "log_mib": log.stat().st_size / MiB,
+        "median_s": statistics.median(seconds for seconds, _, _ in runs),
+        "peak_rss_mib": max(peak for _, _, peak in runs),
+        "target_s": 3,
+    }
+
+
 def _fill_log(path: Path, size: int) -> None:
     line = b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":["true"],"attempt":1,"rc":0}\n'
     block = line * (MiB // len(line))
@@ -295,6 +332,11 @@ def table(results: dict[str, Any]) -> list[str]:
             "same",
         ),
     ]
+    sa = results["stats"]
+    rows += [
+        (f"stats over {sa['lines']:,} lines", f"{sa['median_s']:.2f} s", "< 3 s"),
+        ("stats peak RSS (largest process)", f"{sa['peak_rss_mib']:.1f} MiB", ""),
+    ]
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'metric':<{width}}  {'value':>20}  target", "-" * (width + 32)]
     lines += [f"{name:<{width}}  {value:>20}  {target}" for name, value, target in rows]
@@ -325,6 +367,7 @@ def main() -> int:
     results["state"] = bench_state(
         1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 15, env
     )
+    results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
     results["quick"] = {"quick": quick}
     print(f"machine: {json.dumps(results['machine'])}")
     print("\n".join(table(results)))

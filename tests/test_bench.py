@@ -21,7 +21,16 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     figures = json.loads(out.read_text())
-    assert set(figures) >= {"machine", "startup", "streaming", "timeout", "contention", "state"}
+    assert set(figures) >= {
+        "machine",
+        "startup",
+        "streaming",
+        "timeout",
+        "contention",
+        "state",
+        "stats",
+    }
+    assert figures["stats"]["lines"] == 20_000
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
     assert b"runner / floor" in result.stdout
