@@ -27,8 +27,23 @@ _DURATIONS = {
     "--deadline": "deadline",
     "--lock-wait": "lock_wait",
 }
-_PATHS = {"--home": "home", "--lock": "lock", "--log": "log", "--prometheus": "prometheus"}
-_VALUED = (*_DURATIONS, *_PATHS, "--retries", "--retry-on", "--since", "--by")
+_PATHS = {
+    "--home": "home",
+    "--lock": "lock",
+    "--log": "log",
+    "--prometheus": "prometheus",
+    "--state": "state_url",
+}
+_VALUED = (
+    *_DURATIONS,
+    *_PATHS,
+    "--retries",
+    "--retry-on",
+    "--since",
+    "--by",
+    "--namespace",
+    "--connect-timeout",
+)
 _FLAGS = {
     "--quiet": "quiet",
     "-q": "quiet",
@@ -38,12 +53,13 @@ _FLAGS = {
 }
 _EVERYWHERE = frozenset({"--home", "--quiet", "-q"})
 _POLICY = frozenset({*_DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
+_STATE = frozenset({"--state", "--namespace", "--connect-timeout"})
 ALLOWED = {
     "run": _EVERYWHERE | _POLICY | {"--lock", "--lock-wait"},
-    "apply": _EVERYWHERE | _POLICY | {"--dry-run", "--lock-wait"},
+    "apply": _EVERYWHERE | _POLICY | _STATE | {"--dry-run", "--lock-wait"},
     "stats": _EVERYWHERE | {"--log", "--since", "--by", "--json", "--prometheus"},
-    "applied": _EVERYWHERE | {"--json"},
-    "forget": _EVERYWHERE | {"--dry-run", "--lock-wait"},
+    "applied": _EVERYWHERE | _STATE | {"--json"},
+    "forget": _EVERYWHERE | _STATE | {"--dry-run", "--lock-wait"},
 }
 """The options each subcommand takes."""
 CODE_MAX = 255
@@ -56,16 +72,19 @@ class Invocation:
         "action",
         "by",
         "cmd",
+        "connect_timeout",
         "dry_run",
         "home",
         "json",
         "lock",
         "log",
         "name",
+        "namespace",
         "policy",
         "prometheus",
         "quiet",
         "since",
+        "state_url",
     )
 
     def __init__(self, action: str) -> None:
@@ -79,6 +98,9 @@ class Invocation:
         self.prometheus: str | None = None
         self.since: float | None = None
         self.by = "cmd"
+        self.state_url: str | None = None
+        self.namespace = "default"
+        self.connect_timeout = 5.0
         self.json = False
         self.quiet = False
         self.dry_run = False
@@ -140,7 +162,17 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
         _read_words(invocation, words, command, env)
         if invocation.home is None:
             invocation.home = env.get("RUNNER_HOME") or None
+        if invocation.action in ("apply", "applied", "forget"):
+            _read_state(invocation, env)
     return invocation
+
+
+def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
+    """--state URL or $RUNNER_STATE_URL: PostgreSQL instead of the state folder."""
+    url = invocation.state_url or env.get("RUNNER_STATE_URL") or None
+    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+        raise UsageError("--state: expected a postgresql://user@host:port/db URL")
+    invocation.state_url = url
 
 
 def _read_words(
@@ -230,6 +262,13 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         policy.retry_on = parse_codes(value, option)
     elif option == "--since":
         invocation.since = parse_duration(value, option)
+    elif option == "--namespace":
+        try:
+            invocation.namespace = check_name(value)
+        except UsageError:
+            raise UsageError(f"--namespace: {value!r} is not a valid namespace (as NAME)") from None
+    elif option == "--connect-timeout":
+        invocation.connect_timeout = parse_duration(value, option)
     elif option == "--by":
         if value not in ("cmd", "name"):
             raise UsageError(f"--by: expected cmd or name, not {value!r}")

@@ -12,9 +12,12 @@ from entrypoints.args import Invocation, parse
 from entrypoints.usage import USAGE, VERSION
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TextIO
 
     from adapters.lock import FcntlLock
+    from adapters.markers import FileMarkerStore
+    from adapters.postgres import PgAdvisoryLock, PgMarkerStore
     from adapters.signals import SignalWatch
 
 PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -90,29 +93,29 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
 
     home = invocation.home or PROJECT_HOME
     state = os.path.join(home, "state")
-    lock = _lock(invocation, state)
+    backend = _backend(invocation, state) if invocation.action == "apply" else None
+    lock = backend.lock if backend is not None else _run_lock(invocation)
     processes = PosixProcessRunner(watch, inherit=tuple if lock is None else lock.fds)
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
     attempts = flows.Attempts(processes, SystemClock(watch), sink, console, run_id, random_fraction)
     try:
-        if lock is None or invocation.action == "run":
+        if backend is None:
             return flows.run(invocation.cmd, invocation.policy, attempts=attempts, lock=lock)
-
-        from adapters.markers import FileMarkerStore
-
         return flows.apply(
             invocation.name,
             invocation.cmd,
             invocation.policy,
             dry_run=invocation.dry_run,
             attempts=attempts,
-            lock=lock,
-            markers=FileMarkerStore(state),
+            lock=backend.lock,
+            markers=backend.markers,
             console=console,
         )
     finally:
         sink.close()
+        if backend is not None:
+            backend.close()
 
 
 def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
@@ -123,39 +126,65 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
 
         return stats(invocation, home, console)
 
-    from adapters.markers import FileMarkerStore
+    backend = _backend(invocation, os.path.join(home, "state"))
+    try:
+        if invocation.action == "applied":
+            from entrypoints.stats import applied
 
-    state = os.path.join(home, "state")
-    markers = FileMarkerStore(state)
-    if invocation.action == "applied":
-        from entrypoints.stats import applied
+            return applied(backend.entries(), invocation.json, console)
 
-        return applied(markers.entries(), invocation.json, console)
+        from adapters.clock import SystemClock
+        from domain.manage import forget
 
-    from adapters.clock import SystemClock
-    from adapters.lock import FcntlLock
-    from domain.manage import forget
-
-    return forget(
-        invocation.name,
-        dry_run=invocation.dry_run,
-        lock_wait=invocation.policy.lock_wait,
-        lock=FcntlLock(os.path.join(state, "lock"), create_folder=True),
-        markers=markers,
-        clock=SystemClock(watch),
-        console=console,
-    )
+        return forget(
+            invocation.name,
+            dry_run=invocation.dry_run,
+            lock_wait=invocation.policy.lock_wait,
+            lock=backend.lock,
+            markers=backend.markers,
+            clock=SystemClock(watch),
+            console=console,
+        )
+    finally:
+        backend.close()
 
 
-def _lock(invocation: Invocation, state: str) -> FcntlLock | None:
-    """apply's lock in the state folder, run's --lock FILE, or none."""
-    if invocation.action == "run" and invocation.lock is None:
+class _Backend:
+    """apply's lock and markers, from the state folder or from PostgreSQL."""
+
+    def __init__(
+        self,
+        lock: FcntlLock | PgAdvisoryLock,
+        markers: FileMarkerStore | PgMarkerStore,
+        close: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.lock = lock
+        self.markers = markers
+        self.entries = markers.entries
+        self.close = close
+
+
+def _backend(invocation: Invocation, state: str) -> _Backend:
+    if invocation.state_url is None:
+        from adapters.lock import FcntlLock
+        from adapters.markers import FileMarkerStore
+
+        lock = FcntlLock(os.path.join(state, "lock"), create_folder=True)
+        return _Backend(lock, FileMarkerStore(state))
+
+    from adapters.postgres import PgAdvisoryLock, PgMarkerStore, PostgresState
+
+    database = PostgresState(invocation.state_url, invocation.namespace, invocation.connect_timeout)
+    return _Backend(PgAdvisoryLock(database), PgMarkerStore(database), database.close)
+
+
+def _run_lock(invocation: Invocation) -> FcntlLock | None:
+    """run's --lock FILE, or none."""
+    if invocation.lock is None:
         return None
     from adapters.lock import FcntlLock
 
-    if invocation.lock is not None:
-        return FcntlLock(invocation.lock)
-    return FcntlLock(os.path.join(state, "lock"), create_folder=True)
+    return FcntlLock(invocation.lock)
 
 
 def exit_with(status: int) -> NoReturn:

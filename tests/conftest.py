@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests import pgserver
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL server for the whole session (skipped only outside CI when none can be had)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as missing:
+        _unavailable(f"psycopg is not installed: {missing}")
+    try:
+        with pgserver.server() as url:
+            pgserver.wait_until_accepting(url)
+            yield url
+    except (LookupError, OSError, KeyError) as reason:
+        _unavailable(str(reason))
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL is required in CI: {reason}")
+    pytest.skip(f"no PostgreSQL server: {reason}")
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A namespace of its own for each test, so tests share the server but no state."""
+    return "t" + uuid.uuid4().hex[:12]
