@@ -94,9 +94,9 @@ class PostgresState:
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; a database failure becomes a StateError with a clear line."""
+        conn = self.connection()
         import psycopg  # noqa: PLC0415 - loaded by connection() already
 
-        conn = self.connection()
         try:
             cursor = conn.execute(sql.encode(), params)
             return cursor.fetchall() if cursor.description else []
@@ -178,8 +178,8 @@ class PgMarkerStore:
         return bool(rows)
 
     def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
-        self.state.ensure_schema()
         try:
+            self.state.ensure_schema()
             self.state.query(
                 f"INSERT INTO {TABLE} (namespace, name, applied_at, run_id, cmd, host)"
                 " VALUES (%s, %s, to_timestamp(%s), %s, %s, %s)"
