@@ -137,15 +137,12 @@ class _Child:
         if self.killed_at is None:
             self.killed_at = time.monotonic()
 
-    def _signal_group(self, signum: int) -> bool:
-        """Send `signum` to the group; False when no process of it is left."""
+    def _signal_group(self, signum: int) -> None:
+        """Send `signum` to the group; one that has ended, or that we may not signal, is left."""
         try:
             os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def _sweep(self) -> None:
         """After the leader ended: wait out the grace, then kill what is left of the group."""

@@ -167,22 +167,29 @@ def bench_contention(runners: int, env: dict[str, str], scratch: Path) -> dict[s
 
 
 def bench_state(markers: int, log_bytes: int, reps: int, env: dict[str, str]) -> dict[str, Any]:
-    results: dict[str, Any] = {}
+    """apply with few and with many markers, run with an empty and a big log, interleaved."""
+    homes = {}
     for label, count in (("few", 10), ("many", markers)):
         home = Path(tempfile.mkdtemp(prefix="bench-state-"))
-        state = home / "state"
-        state.mkdir(mode=0o700)
+        (home / "state").mkdir(mode=0o700)
         for n in range(count):
-            (state / f"old{n}.done").touch()
-        local = {**env, "RUNNER_HOME": str(home)}
-        times = [spawn(runner("apply", f"new{rep}", "--", "true"), local)[0] for rep in range(reps)]
-        results[f"apply_with_{label}_markers_ms"] = statistics.median(times) * 1000
+            (home / "state" / f"old{n}.done").touch()
+        homes[f"apply_with_{label}_markers_ms"] = home
     for label, size in (("empty", 0), ("big", log_bytes)):
         home = Path(tempfile.mkdtemp(prefix="bench-log-"))
         _fill_log(home / "runs.jsonl", size)
-        local = {**env, "RUNNER_HOME": str(home)}
-        times = [spawn(runner("run", "--", "true"), local)[0] for _ in range(reps)]
-        results[f"run_with_{label}_log_ms"] = statistics.median(times) * 1000
+        homes[f"run_with_{label}_log_ms"] = home
+    times: dict[str, list[float]] = {key: [] for key in homes}
+    for rep in range(reps):
+        for key, home in homes.items():
+            local = {**env, "RUNNER_HOME": str(home)}
+            argv = (
+                runner("apply", f"new{rep}", "--", "true")
+                if "apply" in key
+                else runner("run", "--", "true")
+            )
+            times[key].append(spawn(argv, local)[0])
+    results: dict[str, Any] = {key: statistics.median(v) * 1000 for key, v in times.items()}
     results["markers"] = markers
     results["log_bytes"] = log_bytes
     return results
@@ -361,11 +368,11 @@ def main() -> int:
     results: dict[str, Any] = {"machine": machine()}
     results["startup"] = bench_startup(3 if quick else 40, env, scratch)
     sizes = [10 * MiB, 50 * MiB] if quick else [10 * MiB, 2048 * MiB]
-    results["streaming"] = bench_streaming(sizes, 2 if quick else 9, env)
+    results["streaming"] = bench_streaming(sizes, 2 if quick else 15, env)
     results["timeout"] = bench_timeout(2 if quick else 9, env, scratch, 0.2 if quick else 1.0)
     results["contention"] = bench_contention(10 if quick else 50, env, scratch)
     results["state"] = bench_state(
-        1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 15, env
+        1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 21, env
     )
     results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
     results["quick"] = {"quick": quick}

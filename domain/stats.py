@@ -9,6 +9,7 @@ histogram, so quantiles are exact to within 1%.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 BUCKET_RATIO = 1.02
 """Each histogram bucket is 2% wider than the one before: quantiles within 1%."""
@@ -54,18 +55,10 @@ class Histogram:
         return self.maximum
 
 
-_MEMO_BELOW = 1 << 16
-_memo: dict[float, int] = {}
-
-
+@lru_cache(maxsize=1 << 16)
 def _bucket(value: float) -> int:
-    """The bucket of `value`; whole milliseconds under about a minute are remembered."""
-    index = _memo.get(value)
-    if index is None:
-        index = math.ceil(math.log(value) / _LOG_RATIO) if value > 1 else 0
-        if value < _MEMO_BELOW and value == int(value):
-            _memo[value] = index
-    return index
+    """The histogram bucket of `value` (remembered: durations repeat a lot)."""
+    return math.ceil(math.log(value) / _LOG_RATIO) if value > 1 else 0
 
 
 def outcome_of(rc: int) -> str:

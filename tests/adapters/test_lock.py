@@ -6,8 +6,6 @@ import errno
 import os
 import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from adapters.lock import FcntlLock
 from adapters.process import PosixProcessRunner
 from adapters.signals import SignalWatch
 from domain.errors import LockBusy, StateError
-from tests.procs import read_pid, wait_for
+from tests.procs import lock_held_elsewhere, read_pid, wait_for
 
 
 def state_lock(folder: Path) -> FcntlLock:
@@ -25,41 +23,10 @@ def state_lock(folder: Path) -> FcntlLock:
     return FcntlLock(str(folder / "lock"), create_folder=True)
 
 
-HOLD = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
-def test_second_holder_is_refused_until_the_first_lets_go(tmp_path: Path) -> None:
-    """Two locks on one folder: the second is LockBusy; after release it succeeds."""
-    first, second = state_lock(tmp_path), state_lock(tmp_path)
-    first.acquire()
-    with pytest.raises(LockBusy):
-        second.acquire()
-    first.release()
-    second.acquire()
-    second.release()
-
-
 def test_a_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
     """flock across processes: another holder means LockBusy."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(tmp_path / "lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
-        with pytest.raises(LockBusy):
-            state_lock(tmp_path).acquire()
-    finally:
-        holder.communicate("")
+    with lock_held_elsewhere(str(tmp_path / "lock")), pytest.raises(LockBusy):
+        state_lock(tmp_path).acquire()
     state_lock(tmp_path).acquire()
 
 

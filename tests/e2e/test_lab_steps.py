@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import group_members, processes_with, read_pid, wait_for
+from tests.procs import group_members, lock_held_elsewhere, processes_with, read_pid, wait_for
 
 
 def test_1_output_and_exit_code_pass_through(lab: Lab) -> None:
@@ -111,29 +111,11 @@ def test_4_failed_apply_exits_1_and_leaves_no_marker(lab: Lab) -> None:
     assert len(lab.applications()) == 2
 
 
-HOLD_LOCK = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
 def test_5_a_held_lock_gives_exit_3(lab: Lab) -> None:
     """Another holder of state/lock: 'another run in progress', exit 3, nothing run."""
     lab.state.mkdir()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lab.state / "lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == b"held\n"
+    with lock_held_elsewhere(str(lab.state / "lock")):
         result = lab.run("apply", "db")
-    finally:
-        holder.communicate(b"")
     assert result.returncode == 3
     assert b"another run in progress" in result.stderr
     assert lab.applications() == []

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import Lab
-from tests.procs import catches, read_pid, wait_for
+from tests.procs import catches, lock_held_elsewhere, read_pid, wait_for
 
 
 def test_stats_shows_the_runs_that_needed_retries(lab: Lab) -> None:
@@ -131,23 +129,8 @@ def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> 
     """Names are checked like apply's; SIGTERM during --lock-wait gives 143."""
     assert lab.run("forget", "../etc").returncode == 125
     lab.state.mkdir()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT);"
-            " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-            str(lab.state / "lock"),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == b"held\n"
+    with lock_held_elsewhere(str(lab.state / "lock")):
         waiting = lab.start("forget", "--lock-wait", "60", "db")
         wait_for(lambda: catches(waiting.pid, signal.SIGTERM), what="the runner's handlers")
         waiting.send_signal(signal.SIGTERM)
         assert waiting.wait(timeout=20) == 143
-    finally:
-        holder.communicate(b"")
