@@ -49,7 +49,7 @@ def dumps(value: Json) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)
+        return str(int(value))
     if isinstance(value, float):
         return repr(value) if value - value == 0 else "null"
     if isinstance(value, str):

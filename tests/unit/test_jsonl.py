@@ -80,3 +80,10 @@ def test_iso8601_carries_the_local_offset(monkeypatch: pytest.MonkeyPatch) -> No
         time.tzset()
     assert stamp == "1970-01-01T05:30:00.500+05:30"
     assert datetime.fromisoformat(stamp).timestamp() == 0.5
+
+
+def test_int_enums_are_written_as_numbers() -> None:
+    """An exit code that is an IntEnum member is a plain number in the log, on any Python."""
+    from domain.errors import ExitStatus
+
+    assert dumps([ExitStatus.NOT_FOUND]) == "[127]"
