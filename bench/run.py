@@ -368,7 +368,7 @@ def main() -> int:
     results: dict[str, Any] = {"machine": machine()}
     results["startup"] = bench_startup(3 if quick else 40, env, scratch)
     sizes = [10 * MiB, 50 * MiB] if quick else [10 * MiB, 2048 * MiB]
-    results["streaming"] = bench_streaming(sizes, 2 if quick else 15, env)
+    results["streaming"] = bench_streaming(sizes, 2 if quick else 31, env)
     results["timeout"] = bench_timeout(2 if quick else 9, env, scratch, 0.2 if quick else 1.0)
     results["contention"] = bench_contention(10 if quick else 50, env, scratch)
     results["state"] = bench_state(
