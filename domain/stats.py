@@ -199,8 +199,7 @@ class Summary:
         if run is None:
             if attempt == 1 and not waits:
                 if self.since is None or started >= self.since:
-                    aggregate = self.by_key.get(key) or self.by_key.setdefault(key, Aggregate())
-                    aggregate.add(rc, 1, started, started + duration_ms / 1000)
+                    self._aggregate(key).add(rc, 1, started, started + duration_ms / 1000)
                 return
             run = self.open[run_id] = Run(key, started, attempt)
         run.add(started, attempt, rc, duration_ms, waits)
@@ -211,7 +210,7 @@ class Summary:
     def merge(self, other: Summary) -> None:
         """Fold in a summary of a later part of the same log."""
         for key, aggregate in other.by_key.items():
-            self.by_key.setdefault(key, Aggregate()).merge(aggregate)
+            self._aggregate(key).merge(aggregate)
         for run_id, run in other.open.items():
             mine = self.open.get(run_id)
             if mine is None:
@@ -231,5 +230,10 @@ class Summary:
 
     def _count(self, run: Run) -> None:
         if self.since is None or run.first >= self.since:
-            aggregate = self.by_key.setdefault(run.key, Aggregate())
-            aggregate.add(run.last_rc, run.attempts, run.first, run.last_end)
+            self._aggregate(run.key).add(run.last_rc, run.attempts, run.first, run.last_end)
+
+    def _aggregate(self, key: str) -> Aggregate:
+        aggregate = self.by_key.get(key)
+        if aggregate is None:
+            aggregate = self.by_key[key] = Aggregate()
+        return aggregate
