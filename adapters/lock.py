@@ -27,15 +27,7 @@ class FcntlLock:
     def acquire(self) -> None:
         if self.create_folder:
             ensure_folder(os.path.dirname(self.path) or ".")
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(self.path, flags, 0o600)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise StateError(f"lock file {self.path} is a symbolic link; refusing it") from None
-            if exc.errno == errno.EISDIR:
-                raise StateError(f"lock file {self.path} is a folder") from None
-            raise StateError(f"cannot open lock file {self.path}: {exc.strerror}") from None
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -44,6 +36,25 @@ class FcntlLock:
                 raise LockBusy() from None
             raise StateError(f"cannot lock {self.path}: {exc.strerror}") from None
         self._fd = fd
+
+    def _open(self) -> int:
+        """Open (creating) the lock file without following a symlink; read-only will do.
+
+        flock needs no write access, so a lock file another user made, that this
+        one may only read, still serves (as with flock(1)).
+        """
+        flags = os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            try:
+                return os.open(self.path, flags | os.O_RDWR | os.O_CREAT, 0o600)
+            except PermissionError:
+                return os.open(self.path, flags | os.O_RDONLY)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StateError(f"lock file {self.path} is a symbolic link; refusing it") from None
+            if exc.errno == errno.EISDIR:
+                raise StateError(f"lock file {self.path} is a folder") from None
+            raise StateError(f"cannot open lock file {self.path}: {exc.strerror}") from None
 
     def fds(self) -> tuple[int, ...]:
         """The descriptor a command should inherit while the lock is held."""

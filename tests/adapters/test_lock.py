@@ -115,3 +115,25 @@ def test_a_lock_path_that_is_a_folder_is_a_state_error(tmp_path: Path) -> None:
     """--lock naming a folder is refused with a clear message."""
     with pytest.raises(StateError, match="is a folder"):
         FcntlLock(str(tmp_path)).acquire()
+
+
+def test_a_lock_file_that_can_only_be_read_still_locks(
+    tmp_path: Path, mocker: MockerFixture
+) -> None:
+    """Without write access (another user's file), the lock opens read-only, as flock(1)."""
+    path = tmp_path / "job.lock"
+    path.write_text("")
+    real_open = os.open
+
+    def no_write(name: str, flags: int, mode: int = 0o777) -> int:
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, flags, mode)
+
+    mocker.patch("adapters.lock.os.open", side_effect=no_write)
+    lock = FcntlLock(str(path))
+    lock.acquire()
+    mocker.stopall()
+    with pytest.raises(LockBusy):
+        FcntlLock(str(path)).acquire()
+    lock.release()
