@@ -126,6 +126,7 @@ class _Reader:
                 or type(duration) is not int
                 or type(run_id) is not str
                 or type(key) is not str
+                or type(cmd) is not list
                 or attempt < 1
                 or duration < 0
             ):

@@ -26,7 +26,7 @@ def write_log(path: Path, runs: int) -> None:
 
 
 def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(tmp_path: Path) -> None:
-    """Garbage, a foreign JSON object, a wrong type and a cut-off last line are skipped."""
+    """Garbage, a foreign object, wrong types and a cut-off last line are skipped, counted."""
     log = tmp_path / "runs.jsonl"
     write_log(log, 3)
     with log.open("ab") as handle:
@@ -35,10 +35,12 @@ def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(tmp_path: P
         handle.write(b'{"ts":"x","cmd":["a"],"attempt":1,"rc":0,"duration_ms":1,"run_id":"z"}\n')
         handle.write(b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":["a"],"attempt":"1",')
         handle.write(b'"rc":0,"duration_ms":1,"run_id":"z"}\n[1, 2]\n\n')
+        handle.write(b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":"job0","attempt":1,')
+        handle.write(b'"rc":0,"duration_ms":1,"run_id":"s"}\n')
         handle.write(b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":["a"],"att')
     found = logfile.summarize(str(log), "cmd", None)
-    assert found.malformed == 7
-    assert found.lines == 4 + 7
+    assert found.malformed == 8
+    assert found.lines == 4 + 8
     assert sum(group.runs for group in found.summary.finish().values()) == 3
 
 
