@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from adapters.signals import SignalWatch
 

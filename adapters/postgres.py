@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from adapters.jsonl import dumps
 from domain.errors import LockBusy, StateError
 
 if TYPE_CHECKING:
+    from typing import Any
+
     import psycopg
 
 TABLE = "runner_markers"

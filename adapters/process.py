@@ -6,11 +6,11 @@ import errno
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
 
 from domain.attempts import Outcome
 from domain.errors import ExitStatus, Interrupted
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -79,6 +79,8 @@ def bench_startup(reps: int, env: dict[str, str], scratch: Path) -> dict[str, An
             "runner": runner("run", "--", "true"),
             "python_floor": FLOOR,
             "coreutils_timeout": ["timeout", "10", "true"],
+            "runner_no_site": [PYTHON, "-S", RUNNER, "run", "--", "true"],
+            "python_floor_no_site": [PYTHON, "-S", *FLOOR[1:]],
         },
         reps,
         env,
@@ -287,6 +289,11 @@ def table(results: dict[str, Any]) -> list[str]:
         ("start-up: coreutils timeout 10 true", f"{_ms(s['coreutils_timeout'])} ms", ""),
         ("start-up: runner / floor", f"{s['ratio_to_floor']:.3f}x", "<= 1.10x"),
         ("start-up: runner, bytecode not cached", f"{_ms(s['runner_without_bytecode'])} ms", ""),
+        (
+            "start-up without site: runner / floor",
+            f"{_ms(s['runner_no_site'])} / {_ms(s['python_floor_no_site'])} ms",
+            "",
+        ),
     ]
     stream = results["streaming"]
     for row in stream["sizes"]:

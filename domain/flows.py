@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from domain.apply import DryRun, Skip, decide_apply, shell_words
 from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
 from domain.errors import ExitStatus, Interrupted, LockBusy
 from domain.policy import attempt_timeout
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from domain.errors import ExitStatus
 from domain.flows import hold
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from domain.ports import Clock, Console, Lock, MarkerStore
 

@@ -6,12 +6,11 @@ cost more start-up time than everything else the runner imports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from domain.apply import check_name
 from domain.errors import UsageError
 from domain.policy import Policy
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

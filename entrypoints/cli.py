@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
 from entrypoints.args import Invocation, parse
 from entrypoints.usage import USAGE, VERSION
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TextIO
+    from typing import NoReturn, TextIO
 
     from adapters.lock import FcntlLock
     from adapters.markers import FileMarkerStore

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING
 
 from adapters.files import write_atomically
 from adapters.logfile import summarize
@@ -14,6 +13,7 @@ from domain.apply import shell_words
 from domain.errors import ExitStatus, StateError
 from entrypoints import report
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from entrypoints.args import Invocation
     from entrypoints.cli import StreamConsole
