@@ -1,8 +1,15 @@
-"""The apply decision: run the command, skip it, or only say what would happen."""
+"""Apply once: names, the decision (run, skip, or only say), and the use case."""
 
 from __future__ import annotations
 
-from domain.errors import UsageError
+from domain.errors import ExitStatus, UsageError
+from domain.flows import hold
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from domain.flows import Attempts
+    from domain.policy import Policy
+    from domain.ports import Console, Lock, MarkerStore
 
 _NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _NAME_REST = _NAME_FIRST | frozenset("._-")
@@ -63,3 +70,44 @@ def shell_words(cmd: list[str]) -> str:
         arg if arg and _SAFE.issuperset(arg) else "'" + arg.replace("'", "'\"'\"'") + "'"
         for arg in cmd
     )
+
+
+def apply(
+    name: str,
+    cmd: list[str],
+    policy: Policy,
+    *,
+    dry_run: bool,
+    attempts: Attempts,
+    lock: Lock,
+    markers: MarkerStore,
+    console: Console,
+) -> int:
+    """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
+    if dry_run:
+        return _dry_run(name, cmd, markers, console)
+    hold(lock, attempts.clock, policy.lock_wait)
+    try:
+        if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
+            console.say("already applied")
+            return ExitStatus.OK
+        rc = attempts.run(cmd, policy, name)
+        if rc != 0:
+            if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
+                return rc
+            console.warn(f"apply {name} failed (rc={rc}); not marked as applied")
+            return ExitStatus.FAILED
+        markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
+        console.info(f"applied {name}")
+        return ExitStatus.OK
+    finally:
+        lock.release()
+
+
+def _dry_run(name: str, cmd: list[str], markers: MarkerStore, console: Console) -> int:
+    decision = decide_apply(markers.exists(name), dry_run=True)
+    if isinstance(decision, Skip):
+        console.say("already applied", always=True)
+    elif isinstance(decision, DryRun):
+        console.say(f"would apply {name}: would run {shell_words(cmd)}", always=True)
+    return ExitStatus.OK

@@ -1,10 +1,9 @@
-"""The two use cases, run and apply, driving the ports through the pure decisions."""
+"""Running a command: attempts, retries and waits, and the lock that makes it single."""
 
 from __future__ import annotations
 
-from domain.apply import DryRun, Skip, decide_apply, shell_words
 from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
-from domain.errors import ExitStatus, Interrupted, LockBusy
+from domain.errors import Interrupted, LockBusy
 from domain.policy import attempt_timeout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -13,7 +12,7 @@ if TYPE_CHECKING:
 
     from domain.attempts import Outcome
     from domain.policy import Policy
-    from domain.ports import AttemptSink, Clock, Console, Lock, MarkerStore, ProcessRunner
+    from domain.ports import AttemptSink, Clock, Console, Lock, ProcessRunner
 
 LOCK_POLL_FIRST = 0.01
 LOCK_POLL_MAX = 0.25
@@ -135,44 +134,3 @@ def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None
         return attempts.run(cmd, policy)
     finally:
         lock.release()
-
-
-def apply(
-    name: str,
-    cmd: list[str],
-    policy: Policy,
-    *,
-    dry_run: bool,
-    attempts: Attempts,
-    lock: Lock,
-    markers: MarkerStore,
-    console: Console,
-) -> int:
-    """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
-    if dry_run:
-        return _dry_run(name, cmd, markers, console)
-    hold(lock, attempts.clock, policy.lock_wait)
-    try:
-        if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
-            console.say("already applied")
-            return ExitStatus.OK
-        rc = attempts.run(cmd, policy, name)
-        if rc != 0:
-            if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
-                return rc
-            console.warn(f"apply {name} failed (rc={rc}); not marked as applied")
-            return ExitStatus.FAILED
-        markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
-        console.info(f"applied {name}")
-        return ExitStatus.OK
-    finally:
-        lock.release()
-
-
-def _dry_run(name: str, cmd: list[str], markers: MarkerStore, console: Console) -> int:
-    decision = decide_apply(markers.exists(name), dry_run=True)
-    if isinstance(decision, Skip):
-        console.say("already applied", always=True)
-    elif isinstance(decision, DryRun):
-        console.say(f"would apply {name}: would run {shell_words(cmd)}", always=True)
-    return ExitStatus.OK

@@ -6,7 +6,6 @@ cost more start-up time than everything else the runner imports.
 
 from __future__ import annotations
 
-from domain.apply import check_name
 from domain.errors import UsageError
 from domain.policy import Policy
 
@@ -103,6 +102,13 @@ class Invocation:
         self.json = False
         self.quiet = False
         self.dry_run = False
+
+
+def check_name(name: str) -> str:
+    """apply's rule for names (loaded only by the subcommands that take one)."""
+    from domain.apply import check_name as check  # noqa: PLC0415 - not on run's path
+
+    return check(name)
 
 
 def parse_duration(text: str, option: str) -> float:

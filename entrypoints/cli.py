@@ -8,7 +8,6 @@ import sys
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
 from entrypoints.args import Invocation, parse
-from entrypoints.usage import USAGE, VERSION
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -65,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
         console.quiet = invocation.quiet
-        if invocation.action == "help":
-            console.say(USAGE.rstrip("\n"), always=True)
-            return ExitStatus.OK
-        if invocation.action == "version":
-            console.say(f"runner.py {VERSION}", always=True)
+        if invocation.action in ("help", "version"):
+            from entrypoints.usage import USAGE, VERSION
+
+            text = USAGE.rstrip("\n") if invocation.action == "help" else f"runner.py {VERSION}"
+            console.say(text, always=True)
             return ExitStatus.OK
         if invocation.action in ("run", "apply"):
             return _execute(invocation, watch, console)
@@ -102,7 +101,9 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
     try:
         if backend is None:
             return flows.run(invocation.cmd, invocation.policy, attempts=attempts, lock=lock)
-        return flows.apply(
+        from domain.apply import apply
+
+        return apply(
             invocation.name,
             invocation.cmd,
             invocation.policy,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from domain.apply import apply
 from domain.attempts import Outcome
 from domain.errors import Interrupted, LockBusy
-from domain.flows import Attempts, apply
+from domain.flows import Attempts
 from domain.policy import Policy
 from tests.fakes import (
     FakeClock,
