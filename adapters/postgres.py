@@ -118,7 +118,15 @@ class PostgresState:
         self._schema_ready = True
 
     def has_table(self) -> bool:
-        return bool(self.query("SELECT to_regclass(%s) IS NOT NULL", (TABLE,))[0][0])
+        """Whether the markers table exists (asked of the server until it does)."""
+        if not self._schema_ready:
+            found = self.query("SELECT to_regclass(%s) IS NOT NULL", (TABLE,))[0][0]
+            self._schema_ready = bool(found)
+        return self._schema_ready
+
+    def fileno(self) -> int | None:
+        """The session's socket, or None before connecting."""
+        return None if self._conn is None else self._conn.fileno()
 
     def close(self) -> None:
         if self._conn is not None:
@@ -151,9 +159,8 @@ class PgAdvisoryLock:
 
     def fds(self) -> tuple[int, ...]:
         """The session's socket, for the command to keep the session (and lock) alive."""
-        if not self._held or self.state._conn is None:
-            return ()
-        return (self.state._conn.fileno(),)
+        socket = self.state.fileno() if self._held else None
+        return () if socket is None else (socket,)
 
     def release(self) -> None:
         if self._held:

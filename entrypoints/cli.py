@@ -132,7 +132,7 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
         if invocation.action == "applied":
             from entrypoints.stats import applied
 
-            return applied(backend.entries(), invocation.json, console)
+            return applied(backend.markers.entries(), invocation.json, console)
 
         from adapters.clock import SystemClock
         from domain.manage import forget
@@ -161,7 +161,6 @@ class _Backend:
     ) -> None:
         self.lock = lock
         self.markers = markers
-        self.entries = markers.entries
         self.close = close
 
 
