@@ -5,7 +5,7 @@ import sys
 
 if __name__ == "__main__":
     try:
-        from entrypoints.cli import exit_with, main
+        from entrypoints.cli import launch
     except KeyboardInterrupt:
         sys.exit(130)
-    exit_with(main())
+    launch()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from adapters.signals import ending
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from adapters.signals import SignalWatch
@@ -21,13 +23,16 @@ class SystemClock:
         return time.monotonic()
 
     def sleep(self, seconds: float) -> int | None:
-        """Wait `seconds`; return the first forwarded signal that arrives meanwhile."""
+        """Wait `seconds`; return the first signal that ends the run, if one arrives meanwhile.
+
+        With no command running, a signal that would only be passed on reaches nobody.
+        """
         end = time.monotonic() + seconds
         while True:
             remaining = end - time.monotonic()
-            received = self.watch.wait(max(0.0, remaining))
-            if received:
-                return received[0]
+            signum = ending(self.watch.wait(max(0.0, remaining)))
+            if signum is not None:
+                return signum
             if remaining <= 0:
                 return None
 

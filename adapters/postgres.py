@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from adapters.jsonl import dumps
-from domain.errors import LockBusy, StateError
+from adapters.signals import ending
+from domain.errors import Interrupted, LockBusy, StateError
 
 if TYPE_CHECKING:
     from typing import Any
 
     import psycopg
+
+    from adapters.signals import SignalWatch
 
 TABLE = "runner_markers"
 CREATE = f"""
@@ -147,14 +151,23 @@ class PostgresState:
 class PgAdvisoryLock:
     """A session-level pg_try_advisory_lock on the namespace, held for the whole apply."""
 
-    def __init__(self, state: PostgresState) -> None:
+    def __init__(self, state: PostgresState, watch: SignalWatch) -> None:
         self.state = state
+        self.watch = watch
         self.key = advisory_key("apply", state.namespace)
         self._held = False
 
-    def acquire(self) -> None:
-        if not self.state.query("SELECT pg_try_advisory_lock(%s)", (self.key,))[0][0]:
-            raise LockBusy()
+    def acquire(self, wait: float = 0.0) -> None:
+        deadline = time.monotonic() + wait
+        pause = 0.01
+        while not self.state.query("SELECT pg_try_advisory_lock(%s)", (self.key,))[0][0]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockBusy()
+            signum = ending(self.watch.wait(min(pause, remaining)))
+            if signum is not None:
+                raise Interrupted(signum)
+            pause = min(pause * 2, 0.25)
         self._held = True
 
     def fds(self) -> tuple[int, ...]:

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+from adapters.signals import PASSED_ON
 from domain.attempts import Outcome
 from domain.errors import ExitStatus, Interrupted
 
@@ -59,11 +60,14 @@ class PosixProcessRunner:
             for fd in fds:
                 os.set_inheritable(fd, False)
         child = _Child(pid, self.watch, timeout, kill_after)
+        self.watch.group = pid
         try:
             return child.wait()
         except BaseException:
             child.kill_and_reap()
             raise
+        finally:
+            self.watch.group = None
 
 
 class _Child:
@@ -112,7 +116,9 @@ class _Child:
 
     def _on_signals(self, received: list[int]) -> None:
         for signum in received:
-            if self.signalled is None:
+            if signum in PASSED_ON:
+                self._signal_group(signum)
+            elif self.signalled is None:
                 self.signalled = signum
                 self._terminate(signum, time.monotonic())
             elif signum == self.signalled:
@@ -138,11 +144,7 @@ class _Child:
             self.killed_at = time.monotonic()
 
     def _signal_group(self, signum: int) -> None:
-        """Send `signum` to the group; one that has ended, or that we may not signal, is left."""
-        try:
-            os.killpg(self.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.watch.signal_group(signum)
 
     def _sweep(self) -> None:
         """After the leader ended: wait out the grace, then kill what is left of the group."""

@@ -6,8 +6,23 @@ import os
 import select
 import signal
 
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-"""Signals the runner passes on to the command and then exits with 128 + N."""
+ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+"""Signals that end the run: passed on to the command, then the runner ends (128+N)."""
+
+PASSED_ON = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGWINCH)
+"""Signals passed on to the command as they are; what follows is the command's choice."""
+
+FORWARDED = ENDING + PASSED_ON
+"""Every signal a waiter is told of."""
+
+JOB_CONTROL = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+"""Signals that stop the runner: the command's group is stopped with it."""
+
+REDIRECTED = (*FORWARDED, *JOB_CONTROL, signal.SIGCONT)
+"""Signals whose default action would stop or end the runner behind its command's back."""
+
+REENTER_BY_SIGNAL = frozenset({signal.SIGINT, signal.SIGQUIT})
+"""After these the runner ends by the signal itself, so that a calling shell stops too."""
 
 LONGEST_WAIT = 3600.0
 """Seconds one wait may block; callers loop, so a year-long timeout fits any time_t."""
@@ -18,35 +33,48 @@ def _ignore(signum: int, frame: object) -> None:
 
 
 class SignalWatch:
-    """Catches SIGTERM, SIGINT, SIGHUP and SIGCHLD from the moment it is built.
+    """Catches the runner's signals from the moment it is built, whatever its parent left.
 
     Each signal is written as one byte into a non-blocking pipe by the C-level
     handler (`signal.set_wakeup_fd`), so none is lost between two checks and a
     wait wakes at once. Nothing raises inside a handler: the runner is never
     interrupted in the middle of writing a marker or spawning a process.
+
+    The signals it relies on are unblocked, since a parent may have blocked them;
+    the command inherits that mask, so the signals passed on reach it. SIGCHLD is
+    caught even when the parent ignored it. A signal of REDIRECTED that the parent
+    ignored (as `nohup` does with SIGHUP) stays ignored, for the runner and its
+    command alike. `group` is the process group that job control stops and
+    continues with the runner, while a command runs.
     """
 
     def __init__(self) -> None:
+        self.group: int | None = None
+        self.inherited_mask = signal.pthread_sigmask(
+            signal.SIG_UNBLOCK, (*REDIRECTED, signal.SIGCHLD)
+        )
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
         self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
-        self._previous = {
-            signum: signal.signal(signum, _ignore) for signum in (*FORWARDED, signal.SIGCHLD)
-        }
+        self._previous = {signal.SIGCHLD: signal.signal(signal.SIGCHLD, _ignore)}
+        for signum in REDIRECTED:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                self._previous[signum] = signal.signal(signum, _ignore)
 
     def close(self) -> None:
-        """Put back the handlers that were there before (for embedding and tests)."""
+        """Put back the handlers and mask that were there before (for embedding and tests)."""
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         signal.set_wakeup_fd(self._previous_fd)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.inherited_mask)
         os.close(self._read)
         os.close(self._write)
 
     def wait(self, timeout: float | None) -> list[int]:
         """Wait up to `timeout` seconds (None: no limit) for any signal.
 
-        Return the forwarded signals received since the last call, oldest first;
+        Return the FORWARDED signals received since the last call, oldest first;
         SIGCHLD only wakes the waiter. A wait may end early (at most an hour, or on
         SIGCHLD) with nothing to report: callers check their own deadlines.
         """
@@ -56,7 +84,10 @@ class SignalWatch:
         return self.pending()
 
     def pending(self) -> list[int]:
-        """The forwarded signals received since the last call, without waiting."""
+        """The FORWARDED signals received since the last call, without waiting.
+
+        A stop signal stops the runner here, with `group`; SIGCONT is passed on.
+        """
         received: list[int] = []
         while True:
             try:
@@ -65,4 +96,40 @@ class SignalWatch:
                 return received
             if not chunk:
                 return received
-            received.extend(b for b in chunk if b in FORWARDED)
+            for signum in chunk:
+                if signum in FORWARDED:
+                    received.append(signum)
+                elif signum in JOB_CONTROL:
+                    self._suspend()
+                elif signum == signal.SIGCONT:
+                    self.signal_group(signal.SIGCONT)
+
+    def signal_group(self, signum: int) -> None:
+        """Send `signum` to `group`; one that has ended, or that we may not signal, is left."""
+        if self.group is not None:
+            try:
+                os.killpg(self.group, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _suspend(self) -> None:
+        """Stop the command's group, then the runner; once continued, continue the group."""
+        self.signal_group(signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.signal_group(signal.SIGCONT)
+
+
+def ending(received: list[int]) -> int | None:
+    """The first signal of `received` that ends a run, or None."""
+    return next((signum for signum in received if signum in ENDING), None)
+
+
+def end_by_signal(signum: int) -> None:
+    """End this process by `signum` at its default disposition (no core file for QUIT)."""
+    if signum == signal.SIGQUIT:
+        import resource  # noqa: PLC0415 - only on the way out
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signum,))
+    os.kill(os.getpid(), signum)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from domain.errors import ExitStatus, UsageError
-from domain.flows import hold
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -86,7 +85,7 @@ def apply(
     """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
     if dry_run:
         return _dry_run(name, cmd, markers, console)
-    hold(lock, attempts.clock, policy.lock_wait)
+    lock.acquire(policy.lock_wait)
     try:
         if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
             console.say("already applied")
@@ -107,7 +106,7 @@ def apply(
 def _dry_run(name: str, cmd: list[str], markers: MarkerStore, console: Console) -> int:
     decision = decide_apply(markers.exists(name), dry_run=True)
     if isinstance(decision, Skip):
-        console.say("already applied", always=True)
+        console.answer("already applied")
     elif isinstance(decision, DryRun):
-        console.say(f"would apply {name}: would run {shell_words(cmd)}", always=True)
+        console.answer(f"would apply {name}: would run {shell_words(cmd)}")
     return ExitStatus.OK

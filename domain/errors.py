@@ -32,6 +32,13 @@ class StateError(RunnerError):
     """The state folder, the lock or a marker cannot be used."""
 
 
+class OutputError(RunnerError):
+    """An answer the user asked for could not be written."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"cannot write output: {reason}")
+
+
 class LockBusy(RunnerError):
     """Another run holds the lock."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
-from domain.errors import Interrupted, LockBusy
+from domain.errors import Interrupted
 from domain.policy import attempt_timeout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -13,10 +13,6 @@ if TYPE_CHECKING:
     from domain.attempts import Outcome
     from domain.policy import Policy
     from domain.ports import AttemptSink, Clock, Console, Lock, ProcessRunner
-
-LOCK_POLL_FIRST = 0.01
-LOCK_POLL_MAX = 0.25
-"""While waiting for a busy lock: seconds between tries, doubling from first to max."""
 
 
 def _seconds(value: float) -> str:
@@ -106,30 +102,11 @@ class Attempts:
                 self.console.info(f"{failed}; rc {outcome.rc} is not retried")
 
 
-def hold(lock: Lock, clock: Clock, wait: float) -> None:
-    """Take `lock`, trying again for up to `wait` seconds while another run holds it."""
-    start = clock.monotonic()
-    pause = LOCK_POLL_FIRST
-    while True:
-        try:
-            lock.acquire()
-        except LockBusy:
-            remaining = wait - (clock.monotonic() - start)
-            if remaining <= 0:
-                raise
-            signum = clock.sleep(min(pause, remaining))
-            if signum is not None:
-                raise Interrupted(signum) from None
-            pause = min(pause * 2, LOCK_POLL_MAX)
-        else:
-            return
-
-
 def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None) -> int:
     """Run `cmd` with retries; with a lock, as the single instance that holds it."""
     if lock is None:
         return attempts.run(cmd, policy)
-    hold(lock, attempts.clock, policy.lock_wait)
+    lock.acquire(policy.lock_wait)
     try:
         return attempts.run(cmd, policy)
     finally:

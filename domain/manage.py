@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from domain.errors import ExitStatus
-from domain.flows import hold
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from domain.ports import Clock, Console, Lock, MarkerStore
+    from domain.ports import Console, Lock, MarkerStore
 
 
 def forget(
@@ -17,17 +16,16 @@ def forget(
     lock_wait: float,
     lock: Lock,
     markers: MarkerStore,
-    clock: Clock,
     console: Console,
 ) -> int:
     """Remove `name`'s marker under apply's lock (LockBusy while an apply runs)."""
     if dry_run:
         if markers.exists(name):
-            console.say(f"would forget {name}: its next apply would run again", always=True)
+            console.answer(f"would forget {name}: its next apply would run again")
         else:
-            console.say(f"{name} is not applied; nothing to forget", always=True)
+            console.answer(f"{name} is not applied; nothing to forget")
         return ExitStatus.OK
-    hold(lock, clock, lock_wait)
+    lock.acquire(lock_wait)
     try:
         if markers.remove(name):
             console.say(f"forgot {name}: its next apply runs again")

@@ -54,16 +54,26 @@ class MarkerStore(Protocol):
 
 
 class Lock(Protocol):
-    def acquire(self) -> None:
-        """Take the lock without waiting; raises LockBusy when another run holds it."""
+    def acquire(self, wait: float = 0.0) -> None:
+        """Take the lock, waiting up to `wait` seconds in the holders' queue.
+
+        Raises LockBusy when another run still holds it then, Interrupted when a
+        signal ends the wait.
+        """
 
     def release(self) -> None:
-        """Let go of the lock (processes that inherited it keep it until they end)."""
+        """Let go of the lock, for every process that inherited it too."""
 
 
 class Console(Protocol):
-    def say(self, text: str, *, always: bool = False) -> None:
-        """An answer, on stdout (silenced by --quiet unless `always`)."""
+    def say(self, text: str) -> None:
+        """A status line on stdout, such as `already applied` (silenced by --quiet)."""
+
+    def answer(self, text: str) -> None:
+        """What the user asked for, on stdout (silenced by --quiet); never lost in silence.
+
+        Raises OutputError when it cannot be written.
+        """
 
     def info(self, text: str) -> None:
         """Progress, on stderr (silenced by --quiet)."""

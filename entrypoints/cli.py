@@ -8,11 +8,12 @@ import sys
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
 from entrypoints.args import Invocation, parse
+from entrypoints.console import StreamConsole
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn, TextIO
+    from typing import NoReturn
 
     from adapters.lock import FcntlLock
     from adapters.markers import FileMarkerStore
@@ -23,33 +24,14 @@ PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """The folder of runner.py: the home when neither --home nor RUNNER_HOME is given."""
 
 
-class StreamConsole:
-    """Answers on stdout; `runner:` lines on stderr, one line each."""
+class Ending:
+    """How the runner ends: with `status`, or by re-raising signal `signum`."""
 
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet = quiet
+    __slots__ = ("signum", "status")
 
-    def say(self, text: str, *, always: bool = False) -> None:
-        if always or not self.quiet:
-            _write(sys.stdout, text)
-
-    def info(self, text: str) -> None:
-        if not self.quiet:
-            self.warn(text)
-
-    def warn(self, text: str) -> None:
-        _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
-
-
-def _write(stream: TextIO | None, line: str) -> None:
-    """Write one line; a closed or broken stream is not worth a traceback."""
-    if stream is None:
-        return
-    try:
-        stream.write(line + "\n")
-        stream.flush()
-    except (OSError, ValueError):
-        pass
+    def __init__(self, status: int, signum: int | None = None) -> None:
+        self.status = status
+        self.signum = signum
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,30 +39,45 @@ def main(argv: list[str] | None = None) -> int:
 
     The signal handlers stay in place after it returns; see `exit_with`.
     """
-    from adapters.signals import SignalWatch
+    return _main(argv).status
+
+
+def launch() -> NoReturn:
+    """runner.py's entry: run, then exit (by the signal itself after SIGINT or SIGQUIT)."""
+    ending = _main(None)
+    exit_with(ending.status, ending.signum)
+
+
+def _main(argv: list[str] | None) -> Ending:
+    from adapters.signals import REENTER_BY_SIGNAL, SignalWatch
 
     watch = SignalWatch()
     console = StreamConsole()
     try:
-        invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
-        console.quiet = invocation.quiet
-        if invocation.action in ("help", "version"):
-            from entrypoints.usage import USAGE, VERSION
-
-            text = USAGE.rstrip("\n") if invocation.action == "help" else f"runner.py {VERSION}"
-            console.say(text, always=True)
-            return ExitStatus.OK
-        if invocation.action in ("run", "apply"):
-            return _execute(invocation, watch, console)
-        return _manage(invocation, watch, console)
+        return Ending(_dispatch(argv, watch, console))
     except Interrupted as stop:
-        return stop.exit_code
+        again = stop.signum if stop.signum in REENTER_BY_SIGNAL else None
+        return Ending(stop.exit_code, again)
     except RunnerError as error:
         console.warn(f"error: {error}" if error.status == ExitStatus.RUNNER_ERROR else str(error))
-        return error.status
+        return Ending(error.status)
     except Exception as bug:  # the promise is one line and no traceback, for any input
         console.warn(f"internal error: {type(bug).__name__}: {bug}")
-        return ExitStatus.RUNNER_ERROR
+        return Ending(ExitStatus.RUNNER_ERROR)
+
+
+def _dispatch(argv: list[str] | None, watch: SignalWatch, console: StreamConsole) -> int:
+    invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
+    if invocation.action in ("help", "version"):
+        from entrypoints.usage import USAGE, VERSION
+
+        text = USAGE.rstrip("\n") if invocation.action == "help" else f"runner.py {VERSION}"
+        console.answer(text)
+        return ExitStatus.OK
+    console.quiet = invocation.quiet
+    if invocation.action in ("run", "apply"):
+        return _execute(invocation, watch, console)
+    return _manage(invocation, watch, console)
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
@@ -92,8 +89,8 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
 
     home = invocation.home or PROJECT_HOME
     state = os.path.join(home, "state")
-    backend = _backend(invocation, state) if invocation.action == "apply" else None
-    lock = backend.lock if backend is not None else _run_lock(invocation)
+    backend = _backend(invocation, state, watch) if invocation.action == "apply" else None
+    lock = backend.lock if backend is not None else _run_lock(invocation, watch)
     processes = PosixProcessRunner(watch, inherit=tuple if lock is None else lock.fds)
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
@@ -127,14 +124,13 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
 
         return stats(invocation, home, console)
 
-    backend = _backend(invocation, os.path.join(home, "state"))
+    backend = _backend(invocation, os.path.join(home, "state"), watch)
     try:
         if invocation.action == "applied":
             from entrypoints.stats import applied
 
             return applied(backend.markers.entries(), invocation.json, console)
 
-        from adapters.clock import SystemClock
         from domain.manage import forget
 
         return forget(
@@ -143,7 +139,6 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
             lock_wait=invocation.policy.lock_wait,
             lock=backend.lock,
             markers=backend.markers,
-            clock=SystemClock(watch),
             console=console,
         )
     finally:
@@ -164,36 +159,45 @@ class _Backend:
         self.close = close
 
 
-def _backend(invocation: Invocation, state: str) -> _Backend:
+def _backend(invocation: Invocation, state: str, watch: SignalWatch) -> _Backend:
     if invocation.state_url is None:
         from adapters.lock import FcntlLock
         from adapters.markers import FileMarkerStore
 
-        lock = FcntlLock(os.path.join(state, "lock"), create_folder=True)
+        lock = FcntlLock(os.path.join(state, "lock"), watch, create_folder=True)
         return _Backend(lock, FileMarkerStore(state))
 
     from adapters.postgres import PgAdvisoryLock, PgMarkerStore, PostgresState
 
     database = PostgresState(invocation.state_url, invocation.namespace, invocation.connect_timeout)
-    return _Backend(PgAdvisoryLock(database), PgMarkerStore(database), database.close)
+    return _Backend(PgAdvisoryLock(database, watch), PgMarkerStore(database), database.close)
 
 
-def _run_lock(invocation: Invocation) -> FcntlLock | None:
+def _run_lock(invocation: Invocation, watch: SignalWatch) -> FcntlLock | None:
     """run's --lock FILE, or none."""
     if invocation.lock is None:
         return None
     from adapters.lock import FcntlLock
 
-    return FcntlLock(invocation.lock)
+    return FcntlLock(invocation.lock, watch)
 
 
-def exit_with(status: int) -> NoReturn:
+def exit_with(status: int, signum: int | None = None) -> NoReturn:
     """Exit with `status`, ignoring signals that come once the work is done.
 
     Python puts back the default handlers while it shuts down; a SIGTERM in that
-    window would otherwise kill a runner whose apply has already succeeded.
+    window would otherwise kill a runner whose apply has already succeeded. With
+    `signum`, the runner ends by that signal instead, once its output is flushed.
     """
-    from adapters.signals import FORWARDED
+    from adapters.signals import FORWARDED, end_by_signal
 
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    if signum is not None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+        end_by_signal(signum)
     sys.exit(status)

@@ -16,7 +16,7 @@ from entrypoints import report
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from entrypoints.args import Invocation
-    from entrypoints.cli import StreamConsole
+    from entrypoints.console import StreamConsole
 
 
 def stats(invocation: Invocation, home: str, console: StreamConsole) -> int:
@@ -42,10 +42,10 @@ def stats(invocation: Invocation, home: str, console: StreamConsole) -> int:
     rows = report.document(groups, invocation.by)
     if invocation.json:
         doc = {"log": path, "by": invocation.by, "lines": lines, "malformed": malformed}
-        console.say(json.dumps({**doc, "groups": rows}, indent=2), always=True)
+        console.answer(json.dumps({**doc, "groups": rows}, indent=2))
     elif rows:
         width = _width()
-        console.say("\n".join(report.table(rows, invocation.by, width)), always=True)
+        console.answer("\n".join(report.table(rows, invocation.by, width)))
     elif lines or os.path.exists(path):
         console.warn(f"no runs in {path}" + (" in that time" if since is not None else ""))
     return ExitStatus.OK
@@ -68,10 +68,10 @@ def _export(path: str, text: str) -> None:
 def applied(entries: list[dict[str, object]], as_json: bool, console: StreamConsole) -> int:
     """List the markers: name, when, run id, command, host."""
     if as_json:
-        console.say(json.dumps(entries, indent=2), always=True)
+        console.answer(json.dumps(entries, indent=2))
         return ExitStatus.OK
     if not entries:
-        console.say("nothing applied yet", always=True)
+        console.answer("nothing applied yet")
         return ExitStatus.OK
     rows = [
         (
@@ -87,7 +87,7 @@ def applied(entries: list[dict[str, object]], as_json: bool, console: StreamCons
     widths = [max(len(t), *(len(r[n]) for r in rows)) for n, t in enumerate(titles[:-1])]
     for row in [titles, *rows]:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        console.say("  ".join([*cells, row[-1]]).rstrip(), always=True)
+        console.answer("  ".join([*cells, row[-1]]).rstrip())
     return ExitStatus.OK
 
 

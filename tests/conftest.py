@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from adapters.signals import SignalWatch
 from tests import pgserver
 
 
@@ -34,3 +35,13 @@ def _unavailable(reason: str) -> None:
 def namespace() -> str:
     """A namespace of its own for each test, so tests share the server but no state."""
     return "t" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def watch() -> Iterator[SignalWatch]:
+    """A real SignalWatch in the test process, with the old handlers put back after."""
+    signal_watch = SignalWatch()
+    try:
+        yield signal_watch
+    finally:
+        signal_watch.close()

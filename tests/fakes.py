@@ -75,17 +75,21 @@ class FakeMarkerStore:
 
 
 class FakeLock:
-    """Busy for the first `busy_for` tries (or always, with busy=True)."""
+    """Busy (or interrupted by `signal`) on every try; records how long each was to wait."""
 
-    def __init__(self, busy: bool = False, busy_for: int = 0) -> None:
+    def __init__(self, busy: bool = False, signal: int | None = None) -> None:
         self.busy = busy
-        self.busy_for = busy_for
+        self.signal = signal
         self.held = False
         self.events: list[str] = []
+        self.waits: list[float] = []
 
-    def acquire(self) -> None:
-        if self.busy or self.busy_for > 0:
-            self.busy_for -= 1
+    def acquire(self, wait: float = 0.0) -> None:
+        self.waits.append(wait)
+        if self.signal is not None:
+            self.events.append("interrupted")
+            raise Interrupted(self.signal)
+        if self.busy:
             self.events.append("busy")
             raise LockBusy()
         self.held = True
@@ -102,7 +106,10 @@ class FakeConsole:
         self.infos: list[str] = []
         self.warnings: list[str] = []
 
-    def say(self, text: str, *, always: bool = False) -> None:
+    def say(self, text: str) -> None:
+        self.said.append(text)
+
+    def answer(self, text: str) -> None:
         self.said.append(text)
 
     def info(self, text: str) -> None:

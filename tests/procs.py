@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -93,14 +94,26 @@ sys.stdin.read()
 
 
 @contextmanager
-def lock_held_elsewhere(path: str) -> Iterator[None]:
-    """Another process holds an exclusive flock on `path` until the block ends."""
+def lock_held_elsewhere(path: str) -> Iterator[Callable[[float], None]]:
+    """Another process holds an exclusive flock on `path` until the block ends.
+
+    The block is given `release_in(seconds)`, to make the holder let go earlier.
+    """
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
+    timers: list[threading.Timer] = []
+
+    def release_in(seconds: float) -> None:
+        assert holder.stdin is not None
+        timers.append(threading.Timer(seconds, holder.stdin.close))
+        timers[-1].start()
+
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline() == b"held\n"
-        yield
+        yield release_in
     finally:
-        holder.communicate(b"")
+        for timer in timers:
+            timer.join()
+        holder.communicate(b"") if holder.stdin and not holder.stdin.closed else holder.wait()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import signal
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,41 +16,157 @@ from pytest_mock import MockerFixture
 from adapters.lock import FcntlLock
 from adapters.process import PosixProcessRunner
 from adapters.signals import SignalWatch
-from domain.errors import LockBusy, StateError
+from domain.errors import Interrupted, LockBusy, StateError
 from tests.procs import lock_held_elsewhere, read_pid, wait_for
 
 
-def state_lock(folder: Path) -> FcntlLock:
+def state_lock(folder: Path, watch: SignalWatch) -> FcntlLock:
     """The lock as apply uses it: `folder/lock`, the folder made on demand."""
-    return FcntlLock(str(folder / "lock"), create_folder=True)
+    return FcntlLock(str(folder / "lock"), watch, create_folder=True)
 
 
-def test_a_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
+def test_a_lock_held_by_another_process_is_busy(tmp_path: Path, watch: SignalWatch) -> None:
     """flock across processes: another holder means LockBusy."""
     with lock_held_elsewhere(str(tmp_path / "lock")), pytest.raises(LockBusy):
-        state_lock(tmp_path).acquire()
-    state_lock(tmp_path).acquire()
+        state_lock(tmp_path, watch).acquire()
+    state_lock(tmp_path, watch).acquire()
 
 
-def test_the_lock_lives_on_in_a_command_that_inherited_it(
+def test_a_runner_that_dies_leaves_the_lock_with_its_command(
     tmp_path: Path, watch: SignalWatch
 ) -> None:
-    """The runner lets go, but the command's process tree still holds the lock."""
-    lock = state_lock(tmp_path / "state")
+    """Closed without release (as SIGKILL closes it), the lock lives while the command does."""
+    lock = state_lock(tmp_path / "state", watch)
     lock.acquire()
     pidfile = tmp_path / "pid"
     runner = PosixProcessRunner(watch, inherit=lock.fds)
     background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
     assert runner.run(background, 0, 10).rc == 0
-    lock.release()
+    (fd,) = lock.fds()
+    os.close(fd)
     with pytest.raises(LockBusy):
-        state_lock(tmp_path / "state").acquire()
+        state_lock(tmp_path / "state", watch).acquire()
     os.kill(read_pid(str(pidfile)), signal.SIGKILL)
-    wait_for(lambda: _free(tmp_path / "state"), what="the lock to be freed")
+    wait_for(lambda: _free(tmp_path / "state", watch), what="the lock to be freed")
 
 
-def _free(folder: Path) -> bool:
-    lock = state_lock(folder)
+def test_release_frees_the_lock_that_a_background_process_inherited(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: a daemon the command left behind no longer keeps every later run out."""
+    lock = state_lock(tmp_path / "state", watch)
+    lock.acquire()
+    pidfile = tmp_path / "pid"
+    runner = PosixProcessRunner(watch, inherit=lock.fds)
+    background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
+    assert runner.run(background, 0, 10).rc == 0
+    daemon = read_pid(str(pidfile))
+    try:
+        lock.release()
+        again = state_lock(tmp_path / "state", watch)
+        again.acquire()
+        again.release()
+    finally:
+        os.kill(daemon, signal.SIGKILL)
+
+
+def test_a_lock_file_replaced_while_held_is_not_a_second_lock(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Deleting the held lock file and making a new one does not let a second run in.
+
+    The path is checked after each flock: whoever locked a file the path no
+    longer names starts over on the new file, where the two meet again.
+    """
+    first = state_lock(tmp_path, watch)
+    first.acquire()
+    (tmp_path / "lock").unlink()
+    second = state_lock(tmp_path, watch)
+    second.acquire()
+    with pytest.raises(LockBusy):
+        state_lock(tmp_path, watch).acquire()
+    second.release()
+    first.release()
+
+
+def test_a_lock_file_swapped_between_open_and_flock_is_locked_anew(
+    tmp_path: Path, watch: SignalWatch, mocker: MockerFixture
+) -> None:
+    """The race itself: the file is replaced after our open; we lock the new one."""
+    path = tmp_path / "lock"
+    path.write_text("")
+    real_flock = fcntl.flock
+    swapped: list[bool] = []
+
+    def swap_then_lock(fd: int, operation: int) -> None:
+        if not swapped:
+            swapped.append(True)
+            path.unlink()
+            path.write_text("")
+        real_flock(fd, operation)
+
+    mocker.patch("adapters.lock.fcntl.flock", side_effect=swap_then_lock)
+    lock = state_lock(tmp_path, watch)
+    lock.acquire()
+    mocker.stopall()
+    (fd,) = lock.fds()
+    assert os.fstat(fd).st_ino == path.stat().st_ino
+    with pytest.raises(LockBusy):
+        state_lock(tmp_path, watch).acquire()
+    lock.release()
+
+
+def test_lock_wait_queues_until_the_holder_lets_go(tmp_path: Path, watch: SignalWatch) -> None:
+    """--lock-wait: the lock is taken as soon as the other holder releases it."""
+    path = str(tmp_path / "lock")
+    with lock_held_elsewhere(path) as release_in:
+        release_in(0.3)
+        lock = state_lock(tmp_path, watch)
+        lock.acquire(wait=30)
+    assert lock.fds()
+    lock.release()
+
+
+def test_lock_wait_gives_up_at_its_deadline(tmp_path: Path, watch: SignalWatch) -> None:
+    """A holder that never lets go: LockBusy once the wait is spent, no helper left."""
+    with lock_held_elsewhere(str(tmp_path / "lock")):
+        before = _children()
+        lock = state_lock(tmp_path, watch)
+        with pytest.raises(LockBusy):
+            lock.acquire(wait=0.2)
+        assert _children() == before
+
+
+def test_a_signal_ends_the_lock_wait(tmp_path: Path, watch: SignalWatch) -> None:
+    """SIGTERM while queued: Interrupted at once, no helper left behind."""
+    with lock_held_elsewhere(str(tmp_path / "lock")):
+        before = _children()
+        sender = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+        sender.start()
+        with pytest.raises(Interrupted) as stop:
+            state_lock(tmp_path, watch).acquire(wait=60)
+        sender.join()
+        assert stop.value.signum == signal.SIGTERM
+        assert _children() == before
+
+
+def _children() -> list[int]:
+    """Live child processes of this test process."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _free(folder: Path, watch: SignalWatch) -> bool:
+    lock = state_lock(folder, watch)
     try:
         lock.acquire()
     except LockBusy:
@@ -57,68 +175,74 @@ def _free(folder: Path) -> bool:
     return True
 
 
-def test_state_folder_is_created_0700(tmp_path: Path) -> None:
+def test_state_folder_is_created_0700(tmp_path: Path, watch: SignalWatch) -> None:
     """A missing state folder is created, readable by its owner only."""
     folder = tmp_path / "a" / "state"
-    state_lock(folder).acquire()
+    state_lock(folder, watch).acquire()
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
-def test_a_state_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+def test_a_state_path_that_is_a_file_is_refused(tmp_path: Path, watch: SignalWatch) -> None:
     """state is a regular file: StateError, nothing created."""
     (tmp_path / "state").write_text("")
     with pytest.raises(StateError, match="not a folder"):
-        state_lock(tmp_path / "state").acquire()
+        state_lock(tmp_path / "state", watch).acquire()
 
 
-def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
+def test_a_symlinked_lock_file_is_refused(tmp_path: Path, watch: SignalWatch) -> None:
     """The lock file is opened without following symlinks."""
     target = tmp_path / "elsewhere"
     (tmp_path / "lock").symlink_to(target)
     with pytest.raises(StateError, match="symbolic link"):
-        state_lock(tmp_path).acquire()
+        state_lock(tmp_path, watch).acquire()
     assert not target.exists()
 
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EAGAIN])
 def test_both_busy_errnos_mean_another_run(
-    tmp_path: Path, mocker: MockerFixture, code: int
+    tmp_path: Path, mocker: MockerFixture, code: int, watch: SignalWatch
 ) -> None:
     """Portable code checks EACCES as well as EAGAIN, as the fcntl docs say."""
     mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(code, os.strerror(code)))
     with pytest.raises(LockBusy):
-        state_lock(tmp_path).acquire()
+        state_lock(tmp_path, watch).acquire()
 
 
-def test_other_flock_errors_are_state_errors(tmp_path: Path, mocker: MockerFixture) -> None:
+def test_other_flock_errors_are_state_errors(
+    tmp_path: Path, mocker: MockerFixture, watch: SignalWatch
+) -> None:
     """ENOLCK (say, on a network file system) is not mistaken for a busy lock."""
     mocker.patch("adapters.lock.fcntl.flock", side_effect=OSError(errno.ENOLCK, "No locks"))
     with pytest.raises(StateError, match="cannot lock"):
-        state_lock(tmp_path).acquire()
+        state_lock(tmp_path, watch).acquire()
 
 
-def test_a_read_only_state_folder_is_a_state_error(tmp_path: Path, mocker: MockerFixture) -> None:
+def test_a_read_only_state_folder_is_a_state_error(
+    tmp_path: Path, mocker: MockerFixture, watch: SignalWatch
+) -> None:
     """EROFS when creating the lock file: a clear StateError."""
     mocker.patch("adapters.lock.os.open", side_effect=OSError(errno.EROFS, "Read-only file system"))
     with pytest.raises(StateError, match="Read-only"):
-        state_lock(tmp_path).acquire()
+        state_lock(tmp_path, watch).acquire()
 
 
-def test_a_lock_file_in_a_missing_folder_is_a_state_error(tmp_path: Path) -> None:
+def test_a_lock_file_in_a_missing_folder_is_a_state_error(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
     """run --lock FILE does not create folders: a missing one is a clear error."""
     with pytest.raises(StateError, match="No such file"):
-        FcntlLock(str(tmp_path / "missing" / "job.lock")).acquire()
+        FcntlLock(str(tmp_path / "missing" / "job.lock"), watch).acquire()
     assert not (tmp_path / "missing").exists()
 
 
-def test_a_lock_path_that_is_a_folder_is_a_state_error(tmp_path: Path) -> None:
+def test_a_lock_path_that_is_a_folder_is_a_state_error(tmp_path: Path, watch: SignalWatch) -> None:
     """--lock naming a folder is refused with a clear message."""
     with pytest.raises(StateError, match="is a folder"):
-        FcntlLock(str(tmp_path)).acquire()
+        FcntlLock(str(tmp_path), watch).acquire()
 
 
 def test_a_lock_file_that_can_only_be_read_still_locks(
-    tmp_path: Path, mocker: MockerFixture
+    tmp_path: Path, mocker: MockerFixture, watch: SignalWatch
 ) -> None:
     """Without write access (another user's file), the lock opens read-only, as flock(1)."""
     path = tmp_path / "job.lock"
@@ -131,9 +255,9 @@ def test_a_lock_file_that_can_only_be_read_still_locks(
         return real_open(name, flags, mode)
 
     mocker.patch("adapters.lock.os.open", side_effect=no_write)
-    lock = FcntlLock(str(path))
+    lock = FcntlLock(str(path), watch)
     lock.acquire()
     mocker.stopall()
     with pytest.raises(LockBusy):
-        FcntlLock(str(path)).acquire()
+        FcntlLock(str(path), watch).acquire()
     lock.release()

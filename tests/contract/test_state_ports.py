@@ -16,13 +16,14 @@ Backend = tuple[Callable[[], Lock], MarkerStore]
 @pytest.fixture(params=["files", "postgresql"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     """A way to make locks on one shared state, and a marker store over it."""
+    watch = request.getfixturevalue("watch")
     if request.param == "files":
         from adapters.lock import FcntlLock
         from adapters.markers import FileMarkerStore
 
         state = tmp_path / "state"
         yield (
-            (lambda: FcntlLock(str(state / "lock"), create_folder=True)),
+            (lambda: FcntlLock(str(state / "lock"), watch, create_folder=True)),
             FileMarkerStore(str(state)),
         )
         return
@@ -37,7 +38,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         return opened[-1]
 
     try:
-        yield (lambda: PgAdvisoryLock(connect())), PgMarkerStore(connect())
+        yield (lambda: PgAdvisoryLock(connect(), watch)), PgMarkerStore(connect())
     finally:
         for database in opened:
             database.close()

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from domain.attempts import Finish, Outcome, Retry, next_step
 from domain.errors import Interrupted, LockBusy
-from domain.flows import hold, run
+from domain.flows import run
 from domain.policy import MAX_DELAY, Policy, attempt_timeout, wait_after
-from tests.fakes import FakeClock, FakeLock
+from tests.fakes import FakeLock
 from tests.unit.test_flows import CMD, World
 
 
@@ -124,36 +124,20 @@ def test_jittered_waits_use_the_injected_source() -> None:
     assert world.clock.slept == [1.0, 1.0]
 
 
-def test_hold_waits_for_a_busy_lock_within_lock_wait() -> None:
-    """Busy twice, then free: taken after two short waits."""
-    clock, lock = FakeClock(), FakeLock(busy_for=2)
-    hold(lock, clock, wait=5)
-    assert lock.events == ["busy", "busy", "acquire"]
-    assert clock.slept == [0.01, 0.02]
-
-
-def test_hold_gives_up_when_lock_wait_runs_out() -> None:
-    """Always busy: LockBusy once the wait is spent, never sleeping past it."""
-    clock, lock = FakeClock(), FakeLock(busy=True)
-    with pytest.raises(LockBusy):
-        hold(lock, clock, wait=1)
-    assert sum(clock.slept) == pytest.approx(1)
-
-
-def test_hold_without_lock_wait_does_not_wait() -> None:
-    """--lock-wait 0: one try."""
-    clock, lock = FakeClock(), FakeLock(busy=True)
-    with pytest.raises(LockBusy):
-        hold(lock, clock, wait=0)
-    assert clock.slept == []
+def test_run_waits_for_the_lock_as_long_as_lock_wait_says() -> None:
+    """--lock-wait is handed to the lock, which does the waiting."""
+    world = World(Outcome(0))
+    lock = FakeLock()
+    run(CMD, Policy(lock_wait=5), attempts=world.attempts, lock=lock)
+    assert lock.waits == [5]
 
 
 def test_a_signal_while_waiting_for_the_lock_ends_the_run() -> None:
     """SIGTERM during --lock-wait: Interrupted, nothing run."""
-    clock, lock = FakeClock(), FakeLock(busy=True)
-    clock.interrupt_sleep_with = 15
+    world = World(Outcome(0))
     with pytest.raises(Interrupted):
-        hold(lock, clock, wait=10)
+        run(CMD, Policy(lock_wait=10), attempts=world.attempts, lock=FakeLock(signal=15))
+    assert world.processes.calls == []
 
 
 def test_run_with_a_lock_holds_it_across_every_attempt() -> None:

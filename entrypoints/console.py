@@ -1,0 +1,89 @@
+"""The runner's own output: answers on stdout, `runner:` lines on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from domain.errors import OutputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TextIO
+
+
+class StreamConsole:
+    """Answers on stdout; `runner:` lines on stderr, one line each.
+
+    An answer the user asked for is never lost in silence: a failed write raises
+    OutputError, except a closed pipe (`| head`), after which answers are dropped.
+    A status line (`say`) is worth no error. Text the stream cannot encode (an
+    argument that is not UTF-8) is escaped. --quiet silences all but warnings.
+    """
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self._reader_gone = False
+
+    def say(self, text: str) -> None:
+        try:
+            self.answer(text)
+        except OutputError:
+            pass
+
+    def answer(self, text: str) -> None:
+        if self._reader_gone or self.quiet:
+            return
+        stream = sys.stdout
+        if stream is None:
+            raise OutputError("standard output is closed")
+        try:
+            _write(stream, text)
+        except BrokenPipeError:
+            self._reader_gone = True
+            _silence(stream)
+        except OSError as exc:
+            raise OutputError(exc.strerror or str(exc)) from None
+        except ValueError as exc:
+            raise OutputError(str(exc)) from None
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            self.warn(text)
+
+    def warn(self, text: str) -> None:
+        """A line on stderr; a stderr that cannot be written is not worth a traceback."""
+        if sys.stderr is not None:
+            try:
+                _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
+            except (OSError, ValueError):
+                pass
+
+
+def _write(stream: TextIO, line: str) -> None:
+    try:
+        stream.write(line + "\n")
+    except UnicodeEncodeError:
+        stream.write(printable(line, stream.encoding or "utf-8") + "\n")
+    stream.flush()
+
+
+def printable(text: str, encoding: str) -> str:
+    """`text` with what `encoding` cannot carry escaped: undecodable bytes as \\xff."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    readable = raw.decode("utf-8", "backslashreplace")
+    return readable.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def _silence(stream: TextIO) -> None:
+    """Point the stream at /dev/null, so that nothing left in its buffer fails at exit."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError):
+        pass
