@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import stat
 import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -87,36 +89,102 @@ def attempt_line(record: AttemptRecord) -> bytes:
     return (dumps(fields) + "\n").encode("ascii")
 
 
+LOCK_TRIES = 100
+"""Tries, a millisecond apart, at the log's flock before appending without it."""
+
+
 class JsonlSink:
     """Appends one line per attempt to `path`, each with a single write on O_APPEND.
 
-    Concurrent runners never interleave: the kernel appends each write whole.
-    A log that cannot be written costs one warning, never the outcome.
+    Concurrent runners never interleave: the kernel appends each write whole. A
+    line cut short (a full disk) is never merged with the next: a line that
+    would follow a partial one starts on a fresh line. A log that is not a
+    regular file (a FIFO, a device) is never opened for good, so it cannot block
+    the runner. A missing home folder is created (mode 0700). A log that cannot
+    be written costs one warning, never the outcome.
     """
 
     def __init__(self, path: str, warn: Callable[[str], None]) -> None:
         self.path = path
         self.warn = warn
         self._fd: int | None = None
+        self._readable = True
         self._failed = False
+        self._refused = False
 
     def record(self, attempt: AttemptRecord) -> None:
+        if self._refused:
+            return
         line = attempt_line(attempt)
         try:
-            if self._fd is None:
-                self._fd = os.open(
-                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
-                )
-            written = os.write(self._fd, line)
+            fd = self._open()
+            locked = self._readable and _lock(fd)
+            try:
+                if locked and not _ends_a_line(fd):
+                    line = b"\n" + line
+                written = os.write(fd, line)
+            finally:
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
             if written != len(line):
                 raise OSError(f"short write ({written} of {len(line)} bytes)")
+        except _NotAFile:
+            self._refused = True
+            self.warn(f"warning: cannot write the attempt log {self.path}: not a regular file")
         except OSError as exc:
             if not self._failed:
                 self._failed = True
                 reason = exc.strerror or str(exc)
                 self.warn(f"warning: cannot write the attempt log {self.path}: {reason}")
 
+    def _open(self) -> int:
+        if self._fd is None:
+            try:
+                if not stat.S_ISREG(os.stat(self.path).st_mode):
+                    raise _NotAFile
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(self.path) or ".", 0o700, exist_ok=True)
+            flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+            try:
+                fd = os.open(self.path, flags | os.O_RDWR, 0o644)
+            except PermissionError:
+                fd = os.open(self.path, flags | os.O_WRONLY, 0o644)
+                self._readable = False
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise _NotAFile
+            self._fd = fd
+        return self._fd
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _lock(fd: int) -> bool:
+    """Take the log's flock, so no other runner's append is half-seen; give up after ~0.1 s.
+
+    Every runner holds it only around one append. Without it the line is
+    appended all the same, unchecked.
+    """
+    for _ in range(LOCK_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(0.001)
+        except OSError:
+            return False
+        else:
+            return True
+    return False
+
+
+def _ends_a_line(fd: int) -> bool:
+    """Whether the log is empty or ends with a newline (not with a line cut short)."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
+class _NotAFile(Exception):
+    """The log's path names a FIFO, a device or a folder."""

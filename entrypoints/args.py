@@ -61,6 +61,13 @@ ALLOWED = {
 }
 """The options each subcommand takes."""
 CODE_MAX = 255
+COUNT_MAX = 1_000_000_000
+"""The largest --retries: more attempts than a run could ever make."""
+SMALLEST = 1e-9
+"""Seconds: a positive duration too small to represent rounds up to this."""
+FOREVER = 100 * 365 * 86400.0
+"""Seconds: a duration too large to represent (or inf) means this, no practical limit."""
+_FLOAT_CHARS = frozenset("0123456789.e+-infty")
 
 
 class Invocation:
@@ -112,23 +119,38 @@ def check_name(name: str) -> str:
 
 
 def parse_duration(text: str, option: str) -> float:
-    """Seconds from `1.5`, `30s`, `5m`, `2h` or `1d`; negative or non-finite is an error."""
+    """Seconds from `1.5`, `30s`, `5m`, `2h` or `1d`, as coreutils `timeout` reads them.
+
+    A positive value too small to represent rounds up to the smallest (a nanosecond);
+    one too large (or `inf`) means no practical limit (FOREVER); negative, NaN and
+    malformed values are usage errors.
+    """
     number, scale = (text[:-1], _UNITS[text[-1]]) if text[-1:] in _UNITS else (text, 1.0)
     try:
-        if number.strip() != number:
+        if not number.isascii() or not number or not _FLOAT_CHARS.issuperset(number.lower()):
             raise ValueError
-        seconds = float(number) * scale
+        value = float(number)
     except ValueError:
         raise UsageError(f"{option}: invalid duration {text!r} (e.g. 1.5, 30s, 5m, 2h)") from None
-    if not 0 <= seconds < float("inf"):
-        raise UsageError(f"{option}: duration must be zero or more and finite, not {text!r}")
-    return seconds
+    if not value >= 0:
+        raise UsageError(f"{option}: duration must be zero or more, not {text!r}")
+    seconds = value * scale
+    if seconds == 0 and any(digit in "123456789" for digit in number.lower().partition("e")[0]):
+        return SMALLEST
+    return min(seconds, FOREVER)
 
 
 def parse_count(text: str, option: str) -> int:
     if not text.isdigit() or not text.isascii():
         raise UsageError(f"{option}: expected a whole number of zero or more, not {text!r}")
+    if len(text.lstrip("0")) > len(str(COUNT_MAX)) or int(text) > COUNT_MAX:
+        raise UsageError(f"{option}: at most {COUNT_MAX}, not {_shown(text)}")
     return int(text)
+
+
+def _shown(text: str) -> str:
+    """`text` for a message: a long one is cut, with its length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
 def parse_codes(text: str, option: str) -> frozenset[int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
+from pytest_mock import MockerFixture
 
 from adapters.clock import SystemClock
 from adapters.jsonl import JsonlSink
@@ -62,9 +63,10 @@ def test_ts_comes_from_the_wall_clock(
 
 
 def test_an_unwritable_log_warns_once_and_goes_on(tmp_path: Path) -> None:
-    """No folder for the log: one warning, no exception, however many records."""
+    """No folder can be made for the log: one warning, no exception, however many records."""
     warnings: list[str] = []
-    sink = JsonlSink(str(tmp_path / "missing" / "runs.jsonl"), warnings.append)
+    (tmp_path / "file").write_text("")
+    sink = JsonlSink(str(tmp_path / "file" / "runs.jsonl"), warnings.append)
     sink.record(record(1))
     sink.record(record(2))
     assert len(warnings) == 1
@@ -85,6 +87,22 @@ def test_twenty_concurrent_writers_give_only_whole_lines(tmp_path: Path) -> None
     for n in range(20):
         mine = [p["attempt"] for p in parsed if p["run_id"] == f"w{n}"]
         assert mine == list(range(1, 201))
+
+
+def test_a_short_write_is_followed_by_a_fresh_line(tmp_path: Path, mocker: MockerFixture) -> None:
+    """ENOSPC part-way through a line: the next record starts on a line of its own."""
+    log = tmp_path / "runs.jsonl"
+    warnings: list[str] = []
+    sink = JsonlSink(str(log), warnings.append)
+    real_write = os.write
+    mocker.patch("adapters.jsonl.os.write", side_effect=lambda fd, data: real_write(fd, data[:9]))
+    sink.record(record(1))
+    mocker.stopall()
+    sink.record(record(2))
+    sink.close()
+    first, second, end = log.read_bytes().split(b"\n")
+    assert (len(first), json.loads(second)["attempt"], end) == (9, 2, b"")
+    assert "short write" in warnings[0]
 
 
 def test_watch_records_forwarded_signals_only(watch: SignalWatch) -> None:

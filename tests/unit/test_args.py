@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domain.errors import UsageError
-from entrypoints.args import DEFAULT_APPLY_COMMAND, parse, parse_duration
+from entrypoints.args import DEFAULT_APPLY_COMMAND, FOREVER, SMALLEST, parse, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -18,10 +18,25 @@ def test_durations(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "abc", "-1", "nan", "inf", "-inf", "1e400", "5x", "s", " 1", "1 ", "--1"]
+    ("text", "seconds"),
+    [
+        ("1e-10000", SMALLEST),
+        ("0e-10000", 0),
+        ("inf", FOREVER),
+        ("1e400", FOREVER),
+        ("1e9d", FOREVER),
+    ],
+)
+def test_durations_out_of_range_are_clamped(text: str, seconds: float) -> None:
+    """Too small (but positive) is the smallest duration; too large is no practical limit."""
+    assert parse_duration(text, "--timeout") == seconds
+
+
+@pytest.mark.parametrize(
+    "text", ["", "abc", "-1", "nan", "-inf", "5x", "s", " 1", "1 ", "--1", "1_0", "0x1", "\u0661"]
 )
 def test_bad_durations(text: str) -> None:
-    """Negative, non-finite and malformed durations are usage errors."""
+    """Negative, NaN and malformed durations are usage errors."""
     with pytest.raises(UsageError, match="--timeout"):
         parse_duration(text, "--timeout")
 

@@ -1,0 +1,164 @@
+"""Faults found by hostile use: the attempt log, the runner's own output, durations."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import RUNNER, Lab
+
+
+def test_a_log_that_is_a_fifo_never_blocks_the_runner(lab: Lab) -> None:
+    """Regression: open() on a FIFO with no reader blocked forever, ignoring SIGTERM."""
+    os.mkfifo(lab.log)
+    result = lab.run("apply", "db", "--", "true", timeout=20)
+    assert result.returncode == 0
+    assert result.stderr.count(b"not a regular file") == 1
+    assert (lab.state / "db.done").exists()
+
+
+def test_a_log_that_is_a_device_is_not_written(lab: Lab) -> None:
+    """A symlink to /dev/null (or any device) is refused with one warning; the outcome stands."""
+    lab.log.symlink_to("/dev/null")
+    result = lab.run("run", "--retries", "1", "--backoff", "0", "--", "false")
+    assert result.returncode == 1
+    assert result.stderr.count(b"not a regular file") == 1
+
+
+def test_a_line_cut_short_by_a_full_disk_is_never_merged_with_the_next(lab: Lab) -> None:
+    """Regression: after a short write (file size limit), the next attempt's line is whole."""
+    lab.run("run", "--", "true")
+    size = lab.log.stat().st_size
+    limit = size + 40
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cut = subprocess.run(
+        [sys.executable, RUNNER, "run", "--", "true"],
+        env=lab.env,
+        preexec_fn=small_files,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert cut.returncode == 0
+    assert b"cannot write the attempt log" in cut.stderr
+    assert lab.log.stat().st_size == limit
+    assert lab.run("run", "--", "sh", "-c", "exit 3").returncode == 3
+    lines = lab.log.read_bytes().split(b"\n")
+    assert json.loads(lines[-2])["rc"] == 3
+    report = json.loads(lab.run("stats", "--json").stdout)
+    assert report["malformed"] == 1
+    assert sum(group["runs"] for group in report["groups"]) == 2
+
+
+def test_run_creates_a_missing_home(lab: Lab) -> None:
+    """Regression: run --home MISSING dropped the log; now the folder is made (0700)."""
+    home = lab.tmp / "new" / "home"
+    assert lab.run("run", "--home", str(home), "--", "true").returncode == 0
+    assert (home / "runs.jsonl").exists()
+    assert home.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats"],
+        ["stats", "--json"],
+        ["applied"],
+        ["applied", "--json"],
+        ["apply", "--dry-run", "x"],
+    ],
+)
+def test_output_to_a_full_device_is_an_error(lab: Lab, args: list[str]) -> None:
+    """Regression: `stats > /dev/full` exited 0 having written nothing."""
+    lab.run("apply", "db", "--", "true")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, RUNNER, *args],
+            env=lab.env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=30,
+            check=False,
+        )
+    assert result.returncode == 125
+    assert result.stderr.startswith(b"runner: error: cannot write output: No space left")
+    assert b"Traceback" not in result.stderr
+
+
+def test_a_reader_that_goes_away_is_no_error(lab: Lab) -> None:
+    """`stats | head -1`: a closed pipe ends the output quietly, with no traceback."""
+    for n in range(40):
+        lab.run("run", "--", "sh", "-c", f"exit {n % 3}", f"job{n}")
+    reader_gone = subprocess.run(
+        f'"$0" {RUNNER} stats | head -c 1 >/dev/null; echo "${{PIPESTATUS[0]}}"',
+        shell=True,
+        executable="/bin/bash",
+        env={**lab.env, "0": sys.executable},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert b"Traceback" not in reader_gone.stderr
+    assert b"Broken pipe" not in reader_gone.stderr
+
+
+def test_text_that_is_not_utf8_is_escaped_on_a_strict_stdout(lab: Lab) -> None:
+    """Regression: an argument b'\\xff' made stats print nothing under a strict UTF-8 stdout."""
+    odd = b"\xff".decode("utf-8", "surrogateescape")
+    lab.run("run", "--", "echo", odd)
+    lab.run("apply", "odd", "--", "echo", odd)
+    strict = {"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    for args in (["stats"], ["applied"], ["apply", "--dry-run", "other", "--", "echo", odd]):
+        result = lab.run(*args, env=strict)
+        assert result.returncode == 0, result.stderr
+        assert b"echo" in result.stdout
+        assert b"\\xff" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ("1e-10000", 124),
+        ("1e-10000s", 124),
+        ("1.2e4932", 0),
+        ("inf", 0),
+        ("infinity", 0),
+        ("-1", 125),
+        ("-0.5s", 125),
+        ("nan", 125),
+        ("1_000", 125),
+        ("0x10", 125),
+        ("\u0661", 125),
+        ("", 125),
+        ("s", 125),
+    ],
+)
+def test_durations_are_read_as_coreutils_timeout_reads_them(
+    lab: Lab, value: str, code: int
+) -> None:
+    """timeout-parameters.sh: too small rounds up to the smallest; too large means no limit."""
+    result = lab.run("run", "--timeout", value, "--", "sleep", "0.2")
+    assert result.returncode == code, result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--kill-after", "--backoff", "--max-backoff", "--deadline"])
+def test_a_huge_duration_is_no_limit_for_every_option(lab: Lab, option: str) -> None:
+    """No overflow anywhere a duration is used."""
+    assert lab.run("run", option, "1.2e4932", "--", "true").returncode == 0
+
+
+def test_a_5000_digit_count_is_a_usage_error(lab: Lab) -> None:
+    """Regression: --retries with 5000 digits was an internal error."""
+    result = lab.run("run", "--retries", "9" * 5000, "--", "true")
+    assert result.returncode == 125
+    assert b"internal error" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
