@@ -6,19 +6,27 @@ import errno
 import os
 
 
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A temporary file is always a new file of ours: never one planted at its name, nor a link."""
+
+
 def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
     """Write a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder.
 
-    A reader sees the old file or the new one, never a part. On failure the
-    temporary file is removed and the OSError propagates.
+    A reader sees the old file or the new one, never a part. The temporary file
+    has an unpredictable name and is created new (mode 0600 until it is whole,
+    then `mode`), so a link planted in a shared folder is never followed. On
+    failure the temporary file is removed and the OSError propagates.
     """
     folder = os.path.dirname(path) or "."
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(8).hex()}.tmp")
+    fd = os.open(temporary, CREATE_NEW, 0o600)
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
         try:
             if os.write(fd, data) != len(data):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            if mode != 0o600:
+                os.fchmod(fd, mode)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -1,0 +1,59 @@
+"""write_atomically with the real filesystem: whole files, and no trust in a shared folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pytest_mock import MockerFixture
+
+from adapters.files import write_atomically
+
+
+def test_a_link_planted_at_the_old_temporary_name_is_not_followed(tmp_path: Path) -> None:
+    """Regression: `.NAME.PID.tmp` was predictable and opened through a planted symlink."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    planted = tmp_path / f".runner.prom.{os.getpid()}.tmp"
+    planted.symlink_to(victim)
+    write_atomically(str(tmp_path / "runner.prom"), b"metrics\n")
+    assert victim.read_text() == "keep me"
+    assert (tmp_path / "runner.prom").read_bytes() == b"metrics\n"
+
+
+def test_the_temporary_file_is_new_private_and_unpredictable(
+    tmp_path: Path, mocker: MockerFixture
+) -> None:
+    """O_EXCL | O_NOFOLLOW, mode 0600, a fresh random name each time, in the target's folder."""
+    opened: list[tuple[str, int, int]] = []
+    real_open = os.open
+
+    def spy(path: str, flags: int, mode: int = 0o777) -> int:
+        opened.append((path, flags, mode))
+        return real_open(path, flags, mode)
+
+    mocker.patch("adapters.files.os.open", side_effect=spy)
+    for _ in range(2):
+        write_atomically(str(tmp_path / "out"), b"x", 0o644)
+    temporaries = [entry for entry in opened if entry[0].endswith(".tmp")]
+    assert len(temporaries) == 2
+    assert temporaries[0][0] != temporaries[1][0]
+    for name, flags, mode in temporaries:
+        assert os.path.dirname(name) == str(tmp_path)
+        assert flags & os.O_EXCL
+        assert flags & os.O_NOFOLLOW
+        assert mode == 0o600
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, mocker: MockerFixture) -> None:
+    """ENOSPC mid-write: the error propagates, the old file stays, nothing is left beside it."""
+    target = tmp_path / "out"
+    target.write_bytes(b"old")
+    mocker.patch("adapters.files.os.write", return_value=1)
+    with pytest.raises(OSError, match="No space"):
+        write_atomically(str(target), b"new data")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
