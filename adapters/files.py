@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 
-
 CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 """A temporary file is always a new file of ours: never one planted at its name, nor a link."""
 

@@ -8,8 +8,17 @@ from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
 
+from adapters.signals import ending
 from domain.apply import shell_words
+from domain.errors import Interrupted
 from domain.stats import Summary
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import BinaryIO
+
+    from adapters.signals import SignalWatch
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 _parse_ts = datetime.fromisoformat
@@ -17,11 +26,28 @@ _parse_ts = datetime.fromisoformat
 BATCH_BYTES = 1 << 20
 """Lines are decoded about a mebibyte at a time, as one JSON array."""
 
+MAX_LINE_BYTES = 16 << 20
+"""A longer line is malformed, skipped without being held whole (memory stays bounded)."""
+
 PARALLEL_FROM = 8 << 20
 """Logs from this size (bytes) up are read by one process per core."""
 
 PIECES_PER_WORKER = 4
 """A large log is cut into this many pieces per process, so a slower core takes fewer."""
+
+LIMITS = {"attempt": 1_000_000_000, "rc": 255, "duration_ms": 10**13}
+"""The largest value of each number field (1 to it for attempt, 0 to it for the others)."""
+
+_BROKEN = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    OSError,
+    RecursionError,
+)
+"""What a hostile line can make decoding raise: the line is malformed, nothing more."""
 
 
 class LogSummary:
@@ -33,28 +59,32 @@ class LogSummary:
         self.malformed = malformed
 
 
-def summarize(path: str, by: str, since: float | None, workers: int | None = None) -> LogSummary:
-    """Summarize the log at `path`, grouping runs by "cmd" or "name"; raises OSError."""
-    size = os.stat(path).st_size
-    workers = workers or os.cpu_count() or 1
-    if workers == 1 or size < PARALLEL_FROM:
-        return summarize_range(path, 0, size, by, since)
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
+def summarize(
+    path: str, by: str, since: float | None, watch: SignalWatch, workers: int | None = None
+) -> LogSummary:
+    """Summarize the log at `path`, grouping runs by "cmd" or "name"; raises OSError.
 
-    bounds = _split(path, size, workers * PIECES_PER_WORKER)
-    spans = list(pairwise(bounds))
-    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-        parts = list(
-            pool.map(
-                summarize_range,
-                [path] * len(spans),
-                [start for start, _ in spans],
-                [end for _, end in spans],
-                [by] * len(spans),
-                [since] * len(spans),
-            )
-        )
+    A signal that ends the run raises Interrupted between two batches.
+    """
+    size = os.stat(path).st_size
+    workers = min(workers or os.cpu_count() or 1, 32)
+
+    def interrupted() -> None:
+        signum = ending(watch.pending())
+        if signum is not None:
+            raise Interrupted(signum)
+
+    if workers == 1 or size < PARALLEL_FROM:
+        return summarize_range(path, 0, size, by, since, interrupted)
+    from adapters.workers import fork_map
+
+    spans = list(pairwise(_split(path, size, workers * PIECES_PER_WORKER)))
+
+    def piece(number: int, check: Callable[[], None]) -> LogSummary:
+        start, end = spans[number]
+        return summarize_range(path, start, end, by, since, check)
+
+    parts = fork_map(piece, len(spans), workers, watch)
     total = parts[0]
     for part in parts[1:]:
         total.summary.merge(part.summary)
@@ -69,29 +99,71 @@ def _split(path: str, size: int, parts: int) -> list[int]:
     with open(path, "rb") as handle:
         for n in range(1, parts):
             handle.seek(max(bounds[-1], size * n // parts))
-            handle.readline()
-            bounds.append(min(handle.tell(), size))
+            bounds.append(min(_next_line(handle), size))
     bounds.append(size)
     return sorted(set(bounds))
 
 
-def summarize_range(path: str, start: int, end: int, by: str, since: float | None) -> LogSummary:
-    """Summarize the lines that begin in [start, end) of the log."""
+def _next_line(handle: BinaryIO) -> int:
+    """The offset just past the next newline (or the end), read a block at a time."""
+    while block := handle.read(1 << 16):
+        cut = block.find(b"\n")
+        if cut >= 0:
+            return handle.tell() - len(block) + cut + 1
+    return handle.tell()
+
+
+def summarize_range(
+    path: str,
+    start: int,
+    end: int,
+    by: str,
+    since: float | None,
+    check: Callable[[], None] = lambda: None,
+) -> LogSummary:
+    """Summarize the lines in [start, end) of the log (both at line starts, or the end).
+
+    `check` is called between two batches (it may raise to stop the work).
+    """
     reader = _Reader(Summary(since), by)
     with open(path, "rb") as handle:
-        handle.seek(start)
-        position = start
-        while position < end:
-            batch = handle.readlines(BATCH_BYTES)
-            if not batch:
-                break
-            for index, line in enumerate(batch):
-                position += len(line)
-                if position >= end:
-                    batch = batch[: index + 1]
-                    break
-            reader.feed(batch)
+        for lines, overlong in _batches(handle, start, end):
+            check()
+            reader.lines += overlong
+            reader.malformed += overlong
+            if lines:
+                reader.feed(lines)
     return LogSummary(reader.summary, reader.lines, reader.malformed)
+
+
+def _batches(handle: BinaryIO, start: int, end: int) -> Iterator[tuple[list[bytes], int]]:
+    """Lists of whole lines (without their newline) in [start, end), with how many lines
+    were too long to keep; memory stays within BATCH_BYTES + MAX_LINE_BYTES."""
+    handle.seek(start)
+    remaining = end - start
+    carry = b""
+    skipping = False
+    while remaining > 0:
+        block = handle.read(min(BATCH_BYTES, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        if skipping:
+            cut = block.find(b"\n")
+            if cut < 0:
+                continue
+            block, skipping = block[cut + 1 :], False
+        last = block.rfind(b"\n")
+        if last < 0:
+            lines, carry = [], carry + block
+        else:
+            lines, carry = (carry + block[:last]).split(b"\n"), block[last + 1 :]
+        overlong = 0
+        if len(carry) > MAX_LINE_BYTES:
+            carry, skipping, overlong = b"", True, 1
+        yield lines, overlong
+    if carry and not skipping:
+        yield [carry], 0
 
 
 class _Reader:
@@ -107,7 +179,7 @@ class _Reader:
         self.lines += len(batch)
         try:
             records = json.loads(b"[" + b",".join(batch) + b"]")
-        except ValueError:
+        except (ValueError, RecursionError):
             records = [_decode(line) for line in batch]
         add, keys, by_name = self.summary.add, self._keys, self.by == "name"
         for record in records:
@@ -117,7 +189,7 @@ class _Reader:
                 key = record.get("name", "-") if by_name else keys.get(tuple(cmd))
                 if key is None:
                     key = self._new_key(cmd)
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except _BROKEN:
                 self.malformed += 1
                 continue
             if (
@@ -127,8 +199,9 @@ class _Reader:
                 or type(run_id) is not str
                 or type(key) is not str
                 or type(cmd) is not list
-                or attempt < 1
-                or duration < 0
+                or not 1 <= attempt <= LIMITS["attempt"]
+                or not 0 <= rc <= LIMITS["rc"]
+                or not 0 <= duration <= LIMITS["duration_ms"]
             ):
                 self.malformed += 1
                 continue
@@ -145,5 +218,5 @@ class _Reader:
 def _decode(line: bytes) -> object:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from adapters.files import sync_folder, write_atomically
 from adapters.jsonl import dumps, iso8601
@@ -77,11 +78,30 @@ class FileMarkerStore:
         found: list[dict[str, object]] = []
         for name in names:
             try:
-                with open(self.path(name), "rb") as handle:
-                    record = json.loads(handle.read())
+                record = json.loads(_read_small(self.path(name)))
                 if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
-            except (OSError, ValueError) as exc:
-                record = {"error": f"unreadable marker: {exc}"}
+            except OSError as exc:
+                record = {"error": f"unreadable marker: {exc.strerror or exc}"}
+            except (ValueError, RecursionError) as exc:
+                record = {"error": f"corrupt marker: {exc}"}
             found.append({**record, "name": name})
         return found
+
+
+MARKER_MAX = 1 << 20
+"""Bytes: a marker is a line of JSON; anything larger is not one of ours."""
+
+
+def _read_small(path: str) -> bytes:
+    """A marker's bytes; never blocks on a FIFO, follows no link, reads at most MARKER_MAX."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = os.read(fd, MARKER_MAX + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MARKER_MAX:
+        raise ValueError(f"larger than {MARKER_MAX} bytes")
+    return data

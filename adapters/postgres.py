@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from adapters.jsonl import dumps
+from adapters.jsonl import dumps, iso8601
 from adapters.signals import ending
 from domain.errors import Interrupted, LockBusy, StateError
 
@@ -222,22 +222,31 @@ class PgMarkerStore:
         return bool(rows)
 
     def entries(self) -> list[dict[str, object]]:
+        """Every marker of the namespace, by name; a corrupt row says so and the rest stand."""
         if not self.state.has_table():
             return []
         rows = self.state.query(
-            f"SELECT name, applied_at, run_id, cmd, host FROM {TABLE}"
+            f"SELECT name, extract(epoch FROM applied_at)::float8, run_id, cmd, host FROM {TABLE}"
             " WHERE namespace = %s ORDER BY name",
             (self.state.namespace,),
         )
         import json  # noqa: PLC0415 - only listing reads markers back
 
-        return [
-            {
-                "name": name,
-                "time": at.isoformat(timespec="milliseconds"),
-                "run_id": run_id,
-                "cmd": json.loads(cmd),
-                "host": host,
-            }
-            for name, at, run_id, cmd, host in rows
-        ]
+        found: list[dict[str, object]] = []
+        for name, epoch, run_id, cmd, host in rows:
+            try:
+                words = json.loads(cmd)
+                if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                    raise ValueError("cmd is not a list of strings")
+                found.append(
+                    {
+                        "name": name,
+                        "time": iso8601(epoch),
+                        "run_id": run_id,
+                        "cmd": words,
+                        "host": host,
+                    }
+                )
+            except (ValueError, RecursionError, OverflowError, OSError) as exc:
+                found.append({"name": name, "error": f"corrupt marker: {exc}"})
+        return found

@@ -71,6 +71,10 @@ class SignalWatch:
         os.close(self._read)
         os.close(self._write)
 
+    def fileno(self) -> int:
+        """The pipe's reading end: readable once a signal has come (for select)."""
+        return self._read
+
     def wait(self, timeout: float | None) -> list[int]:
         """Wait up to `timeout` seconds (None: no limit) for any signal.
 

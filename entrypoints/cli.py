@@ -122,7 +122,7 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
     if invocation.action == "stats":
         from entrypoints.stats import stats
 
-        return stats(invocation, home, console)
+        return stats(invocation, home, console, watch)
 
     backend = _backend(invocation, os.path.join(home, "state"), watch)
     try:

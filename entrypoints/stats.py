@@ -15,16 +15,17 @@ from entrypoints import report
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from adapters.signals import SignalWatch
     from entrypoints.args import Invocation
     from entrypoints.console import StreamConsole
 
 
-def stats(invocation: Invocation, home: str, console: StreamConsole) -> int:
+def stats(invocation: Invocation, home: str, console: StreamConsole, watch: SignalWatch) -> int:
     """Summarize the attempt log; print a table or JSON; optionally write Prometheus text."""
     path = invocation.log or os.path.join(home, "runs.jsonl")
     since = None if invocation.since is None else time.time() - invocation.since
     try:
-        found = summarize(path, invocation.by, since)
+        found = summarize(path, invocation.by, since, watch)
     except FileNotFoundError:
         console.warn(f"no attempt log at {path} yet: nothing to summarize")
         groups, lines, malformed = {}, 0, 0

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
 from adapters import logfile
 from adapters.jsonl import attempt_line
+from adapters.signals import SignalWatch
 from domain.attempts import AttemptRecord
 from domain.stats import Aggregate
 
@@ -25,7 +28,9 @@ def write_log(path: Path, runs: int) -> None:
                 handle.write(attempt_line(AttemptRecord(n, cmd, 1, n % 2, 20, f"r{n}")))
 
 
-def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(tmp_path: Path) -> None:
+def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
     """Garbage, a foreign object, wrong types and a cut-off last line are skipped, counted."""
     log = tmp_path / "runs.jsonl"
     write_log(log, 3)
@@ -38,34 +43,34 @@ def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(tmp_path: P
         handle.write(b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":"job0","attempt":1,')
         handle.write(b'"rc":0,"duration_ms":1,"run_id":"s"}\n')
         handle.write(b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":["a"],"att')
-    found = logfile.summarize(str(log), "cmd", None)
+    found = logfile.summarize(str(log), "cmd", None, watch)
     assert found.malformed == 8
     assert found.lines == 4 + 8
     assert sum(group.runs for group in found.summary.finish().values()) == 3
 
 
-def test_group_by_name_puts_plain_runs_under_a_dash(tmp_path: Path) -> None:
+def test_group_by_name_puts_plain_runs_under_a_dash(tmp_path: Path, watch: SignalWatch) -> None:
     """--by name: apply runs by their NAME, runs without one under '-'."""
     log = tmp_path / "runs.jsonl"
     log.write_bytes(
         attempt_line(AttemptRecord(0, ["a"], 1, 0, 1, "r1", "db"))
         + attempt_line(AttemptRecord(0, ["b"], 1, 0, 1, "r2"))
     )
-    groups = logfile.summarize(str(log), "name", None).summary.finish()
+    groups = logfile.summarize(str(log), "name", None, watch).summary.finish()
     assert sorted(groups) == ["-", "db"]
 
 
 @pytest.mark.parametrize("workers", [2, 3, 5])
 def test_the_parallel_split_gives_the_same_figures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, watch: SignalWatch
 ) -> None:
     """Split across processes (runs cut at the seams included), the sums are unchanged."""
     log = tmp_path / "runs.jsonl"
     write_log(log, 3000)
-    serial = logfile.summarize(str(log), "cmd", None, workers=1).summary.finish()
+    serial = logfile.summarize(str(log), "cmd", None, watch, workers=1).summary.finish()
     monkeypatch.setattr(logfile, "PARALLEL_FROM", 0)
     monkeypatch.setattr(logfile, "BATCH_BYTES", 4096)
-    parallel = logfile.summarize(str(log), "cmd", None, workers=workers).summary.finish()
+    parallel = logfile.summarize(str(log), "cmd", None, watch, workers=workers).summary.finish()
 
     def figures(groups: dict[str, Aggregate]) -> dict[str, tuple[object, ...]]:
         return {
@@ -87,3 +92,101 @@ def test_split_points_fall_on_line_starts(tmp_path: Path) -> None:
     assert bounds[-1] == len(data)
     assert all(data[b - 1 : b] == b"\n" for b in bounds[1:-1])
     assert all(json.loads(data[b : data.index(b"\n", b)]) for b in bounds[:-1])
+
+
+HOSTILE = [
+    b"[" * 1000 + b"]" * 1000,
+    b"[" * 100000,
+    b'{"ts":' * 5000,
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["a"],"attempt":1,"rc":0,"duration_ms":1e400,'
+    b'"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["a"],"attempt":1,"rc":0,"duration_ms":'
+    + b"1"
+    + b"0" * 400
+    + b',"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["a"],"attempt":'
+    + b"9" * 4000
+    + b',"rc":0,"duration_ms":1,"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["a"],"attempt":1,"rc":'
+    + b"9" * 5000
+    + b',"duration_ms":1,"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["a"],"attempt":1,"rc":-1,"duration_ms":1,'
+    b'"run_id":"z"}',
+    b'{"ts":"0001-01-01T00:00:00+14:00","cmd":["a"],"attempt":1,"rc":0,"duration_ms":1,'
+    b'"run_id":"z"}',
+    b'{"ts":"9999-12-31T23:59:59-14:00","cmd":["a"],"attempt":1,"rc":0,"duration_ms":1,'
+    b'"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":[["a"]],"attempt":1,"rc":0,"duration_ms":1,'
+    b'"run_id":"z"}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":{"a":1},"attempt":1,"rc":0,"duration_ms":1,'
+    b'"run_id":"z","name":["x"]}',
+    b'{"ts":"2026-01-01T00:00:00+00:00","cmd":["\xff\\ud800"],"attempt":1,"rc":0,'
+    b'"duration_ms":1,"run_id":"z","name":5}',
+    b"\xff\xfe not utf-8 at all",
+    b'{"ts":null,"cmd":null,"attempt":null,"rc":null,"duration_ms":null,"run_id":null}',
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+@pytest.mark.parametrize("by", ["cmd", "name"])
+def test_no_line_can_make_stats_fail(
+    tmp_path: Path, watch: SignalWatch, line: bytes, by: str
+) -> None:
+    """Each hostile line is counted as malformed (or as a run) and the rest is summarized."""
+    log = tmp_path / "runs.jsonl"
+    write_log(log, 3)
+    with log.open("ab") as handle:
+        handle.write(line + b"\n")
+    write_log_append(log)
+    found = logfile.summarize(str(log), by, None, watch)
+    groups = found.summary.finish()
+    assert found.lines == 4 + 1 + 1
+    assert sum(group.runs for group in groups.values()) + found.malformed == 3 + 1 + 1
+
+
+def write_log_append(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(attempt_line(AttemptRecord(99, ["last"], 1, 0, 5, "last")))
+
+
+def test_hostile_lines_on_the_parallel_path_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: SignalWatch
+) -> None:
+    """Every hostile line, spread across workers: the same counts as in one process."""
+    log = tmp_path / "runs.jsonl"
+    write_log(log, 300)
+    with log.open("ab") as handle:
+        handle.write(b"\n".join(HOSTILE) + b"\n")
+    write_log_append(log)
+    serial = logfile.summarize(str(log), "cmd", None, watch, workers=1)
+    monkeypatch.setattr(logfile, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(logfile, "BATCH_BYTES", 4096)
+    parallel = logfile.summarize(str(log), "cmd", None, watch, workers=3)
+    assert (parallel.lines, parallel.malformed) == (serial.lines, serial.malformed)
+    assert serial.malformed >= len(HOSTILE) - 3
+
+
+def test_an_over_long_line_is_skipped_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: SignalWatch
+) -> None:
+    """Regression: a 300 MB line was held whole (1.09 GB); now it is malformed and skipped."""
+    monkeypatch.setattr(logfile, "MAX_LINE_BYTES", 1 << 16)
+    monkeypatch.setattr(logfile, "BATCH_BYTES", 1 << 12)
+    log = tmp_path / "runs.jsonl"
+    write_log(log, 3)
+    with log.open("ab") as handle:
+        handle.write(b'{"ts":"' + b"x" * (1 << 20) + b'"}\n')
+    write_log_append(log)
+    seen: list[int] = []
+    real = logfile._batches
+
+    def watched(handle: BinaryIO, start: int, end: int) -> Iterator[tuple[list[bytes], int]]:
+        for lines, overlong in real(handle, start, end):
+            seen.append(sum(map(len, lines)))
+            yield lines, overlong
+
+    monkeypatch.setattr(logfile, "_batches", watched)
+    found = logfile.summarize(str(log), "cmd", None, watch)
+    assert found.malformed == 1
+    assert sum(group.runs for group in found.summary.finish().values()) == 4
+    assert max(seen) < (1 << 16) + (1 << 12)

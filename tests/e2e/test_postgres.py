@@ -201,3 +201,29 @@ def test_a_bad_state_url_is_a_usage_error(lab: Lab) -> None:
     result = lab.run("apply", "--state", "mysql://x", "db")
     assert result.returncode == 125
     assert b"postgresql://" in result.stderr
+
+
+def test_applied_lists_a_corrupt_row_by_name_and_the_rest(
+    pg: Lab, pg_url: str, namespace: str
+) -> None:
+    """A row whose command is not JSON (or not a list of strings) is listed as corrupt."""
+    import psycopg
+
+    for name in ("good", "bad", "odd"):
+        assert apply(pg, name, "--", "true").returncode == 0
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE runner_markers SET cmd = %s WHERE namespace = %s AND name = 'bad'",
+            ("[" * 100_000, namespace),
+        )
+        conn.execute(
+            "UPDATE runner_markers SET cmd = '{\"a\": 1}', applied_at = 'infinity'"
+            " WHERE namespace = %s AND name = 'odd'",
+            (namespace,),
+        )
+    listed = pg.run("applied", "--namespace", namespace)
+    assert listed.returncode == 0, listed.stderr
+    rows_shown = {line.split()[0]: line for line in listed.stdout.decode().splitlines()[1:]}
+    assert "corrupt marker" in rows_shown["bad"]
+    assert "corrupt marker" in rows_shown["odd"]
+    assert "true" in rows_shown["good"]
