@@ -41,7 +41,8 @@ every subcommand:
   -q, --quiet            print errors only
   -h, --help             show this help; --version shows the version
 
-DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit.
+DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit,
+as does inf.
 apply runs $RUNNER_APPLY_COMMAND NAME (default: /opt/fixtures/pyops/bin/apply.sh NAME)
 unless a command follows --. NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
 
