@@ -86,6 +86,8 @@ def attempt_line(record: AttemptRecord) -> bytes:
         fields["name"] = record.name
     if record.delay_ms is not None:
         fields["delay_ms"] = record.delay_ms
+    if record.token is not None:
+        fields["token"] = record.token
     return (dumps(fields) + "\n").encode("ascii")
 
 

@@ -9,7 +9,7 @@ import signal
 import time
 
 from adapters.state import ensure_folder
-from domain.errors import Interrupted, LockBusy, StateError
+from domain.errors import Interrupted, LockBusy, StateError, holder_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class FcntlLock:
-    """An exclusive flock on the file `path`, created if missing.
+    """An exclusive flock on the file `path` (or on one of `slots` files), created if missing.
 
     The lock belongs to the open file description, not to the runner: a command
     that inherited the descriptor keeps the lock for as long as any of its
@@ -27,19 +27,33 @@ class FcntlLock:
     the description itself, so that once the runner has seen its command end,
     nothing the command left running in the background holds the lock.
 
-    With `create_folder`, a missing parent folder is created (mode 0700), as the
-    state folder is.
+    With `slots` N above 1, the slots are `path`, `path.slot2` … `path.slotN`.
+    The holder writes what it runs (`what`), its host, pid and start into the
+    file it locked, for the message a busy lock gives; the fencing token is kept
+    in `path.token`. With `create_folder`, a missing parent folder is created
+    (mode 0700), as the state folder is.
     """
 
-    def __init__(self, path: str, watch: SignalWatch, *, create_folder: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        watch: SignalWatch,
+        *,
+        what: str = "",
+        slots: int = 1,
+        create_folder: bool = False,
+    ) -> None:
         self.path = path
         self.watch = watch
+        self.what = what
+        self.paths = [path] + [f"{path}.slot{n}" for n in range(2, slots + 1)]
         self.create_folder = create_folder
         self._fd: int | None = None
 
-    def acquire(self, wait: float = 0.0) -> None:
+    def acquire(self, wait: float = 0.0) -> int | None:
         """Take the lock, queueing in the kernel for up to `wait` seconds while it is busy.
 
+        Returns the fencing token (None when the token file may not be written).
         Raises LockBusy when the wait ends first, Interrupted on a signal that ends
         the run. A lock file deleted or replaced while we queued is locked anew.
         """
@@ -47,32 +61,27 @@ class FcntlLock:
             ensure_folder(os.path.dirname(self.path) or ".")
         deadline = time.monotonic() + wait
         while True:
-            fd = self._open()
+            fds: list[int] = []
             try:
-                taken = _try(fd, self.path) or _queue(fd, self.path, deadline, self.watch)
-                if taken and self._still_names(fd):
-                    self._fd = fd
-                    return
-            except BaseException:
-                os.close(fd)
-                raise
-            os.close(fd)
-            if not taken:
-                raise LockBusy()
+                fds += [self._open(path) for path in self.paths]
+                slot = _take(fds, self.paths, deadline, self.watch)
+                if slot is not None and _still_names(fds[slot], self.paths[slot]):
+                    self._fd = fds.pop(slot)
+                    _claim(self._fd, self.what)
+                    return _next_token(self.path + ".token")
+                busy = _holders(fds) if slot is None else None
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            if slot is None:
+                raise LockBusy(busy)
 
-    def _still_names(self, fd: int) -> bool:
-        """Whether `path` still names the file locked through `fd` (same device and inode)."""
-        mine = os.fstat(fd)
-        try:
-            now = os.stat(self.path, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise StateError(f"cannot check lock file {self.path}: {exc.strerror}") from None
-        return (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino)
+    def lost(self) -> str | None:
+        """A flock is never lost while its descriptor is open."""
+        return None
 
-    def _open(self) -> int:
-        """Open (creating) the lock file without following a symlink; read-only will do.
+    def _open(self, path: str) -> int:
+        """Open (creating) a lock file without following a symlink; read-only will do.
 
         flock needs no write access, so a lock file another user made, that this
         one may only read, still serves (as with flock(1)).
@@ -80,15 +89,15 @@ class FcntlLock:
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
-                return os.open(self.path, flags | os.O_RDWR | os.O_CREAT, 0o600)
+                return os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
             except PermissionError:
-                return os.open(self.path, flags | os.O_RDONLY)
+                return os.open(path, flags | os.O_RDONLY)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise StateError(f"lock file {self.path} is a symbolic link; refusing it") from None
+                raise StateError(f"lock file {path} is a symbolic link; refusing it") from None
             if exc.errno == errno.EISDIR:
-                raise StateError(f"lock file {self.path} is a folder") from None
-            raise StateError(f"cannot open lock file {self.path}: {exc.strerror}") from None
+                raise StateError(f"lock file {path} is a folder") from None
+            raise StateError(f"cannot open lock file {path}: {exc.strerror}") from None
 
     def fds(self) -> tuple[int, ...]:
         """The descriptor a command should inherit while the lock is held."""
@@ -104,6 +113,92 @@ class FcntlLock:
                 self._fd = None
 
 
+def _take(fds: list[int], paths: list[str], deadline: float, watch: SignalWatch) -> int | None:
+    """The slot whose flock we took at once, or after queueing until `deadline`; or None."""
+    for slot, fd in enumerate(fds):
+        if _try(fd, paths[slot]):
+            return slot
+    return _queue(fds, paths, deadline, watch)
+
+
+def _still_names(fd: int, path: str) -> bool:
+    """Whether `path` still names the file locked through `fd` (same device and inode)."""
+    mine = os.fstat(fd)
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StateError(f"cannot check lock file {path}: {exc.strerror}") from None
+    return (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino)
+
+
+HOLDER_MAX = 4096
+"""Bytes of a lock file read for the holder's description."""
+
+
+def _claim(fd: int, what: str) -> None:
+    """Write who holds the lock into its file (a read-only lock file says nothing)."""
+    from adapters.jsonl import dumps  # noqa: PLC0415 - only a holder writes it
+
+    record = dumps(
+        {"what": what, "host": os.uname().nodename, "pid": os.getpid(), "since": time.time()}
+    )
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode("ascii") + b"\n", 0)
+    except OSError:
+        pass
+
+
+def _holders(fds: list[int]) -> str | None:
+    """Who holds the busy slots, as their files say: `apply db on web-3 (pid 42) for 3m12s`."""
+    import json  # noqa: PLC0415 - only a busy lock reads it
+
+    found = []
+    for fd in fds:
+        try:
+            record = json.loads(os.pread(fd, HOLDER_MAX, 0))
+            what, host, pid = str(record["what"]), str(record["host"]), int(record["pid"])
+            since = float(record["since"])
+        except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):
+            continue
+        found.append(holder_line(what, host, pid, time.time() - since))
+    return "; ".join(found) or None
+
+
+TOKEN_TRIES = 1000
+"""Tries, a millisecond apart, at the token file's flock (each holder keeps it for an instant)."""
+
+
+def _next_token(path: str) -> int | None:
+    """Add one to the number in `path` under its flock, durably; None if it may not be written."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except (PermissionError, OSError) as exc:
+        if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+            return None
+        raise StateError(f"cannot open the token file {path}: {exc.strerror}") from None
+    try:
+        for _ in range(TOKEN_TRIES):
+            if _try(fd, path):
+                break
+            time.sleep(0.001)
+        else:
+            raise StateError(f"the token file {path} stays locked by another process")
+        try:
+            text = os.pread(fd, 32, 0).strip()
+            token = (int(text) if text.isdigit() else 0) + 1
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"%d\n" % token, 0)
+            os.fsync(fd)
+        except OSError as exc:
+            raise StateError(f"cannot keep the fencing token in {path}: {exc.strerror}") from None
+        return token
+    finally:
+        os.close(fd)
+
+
 def _try(fd: int, path: str) -> bool:
     """Take the flock without waiting; False when another description holds it."""
     try:
@@ -115,43 +210,60 @@ def _try(fd: int, path: str) -> bool:
     return True
 
 
-def _queue(fd: int, path: str, deadline: float, watch: SignalWatch) -> bool:
-    """Wait in the kernel's queue for the flock on `fd`, until `deadline` (monotonic).
+def _queue(fds: list[int], paths: list[str], deadline: float, watch: SignalWatch) -> int | None:
+    """Wait in the kernel's queue for the flock on any of `fds`, until `deadline` (monotonic).
 
     A blocking flock cannot be given a deadline, and a signal handler that does not
-    raise lets Python restart it; so a forked helper blocks on the shared open file
-    description while the runner watches the clock and its signals. When the helper
-    gets the lock, the description (and so the runner) holds it. Waiters are served
-    in the kernel's order instead of by whoever polls at the right moment.
+    raise lets Python restart it; so a forked helper per slot blocks on the shared
+    open file description while the runner watches the clock and its signals.
+    When a helper gets the lock, the description (and so the runner) holds it.
+    Waiters are served in the kernel's order instead of by whoever polls at the
+    right moment. Returns the slot taken, or None.
     """
     if deadline - time.monotonic() <= 0:
-        return False
+        return None
     from adapters.signals import REDIRECTED, ending  # noqa: PLC0415 - only when waiting
 
     everything = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    helpers: dict[int, int] = {}
     try:
-        pid = os.fork()
-        if pid == 0:
-            _helper(fd, deadline, everything, REDIRECTED)
+        for slot, fd in enumerate(fds):
+            pid = os.fork()
+            if pid == 0:
+                _helper(fd, deadline, everything, REDIRECTED)
+            helpers[pid] = slot
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, everything)
-    done = 0
+    chosen: int | None = None
     try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status) == 0 or _try(fd, path)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            signum = ending(watch.wait(remaining))
-            if signum is not None:
-                raise Interrupted(signum)
+        while chosen is None and helpers and time.monotonic() < deadline:
+            for pid in list(helpers):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    slot = helpers.pop(pid)
+                    if os.waitstatus_to_exitcode(status) == 0 and chosen is None:
+                        chosen = slot
+            if chosen is None and helpers:
+                signum = ending(watch.wait(deadline - time.monotonic()))
+                if signum is not None:
+                    raise Interrupted(signum)
     finally:
-        if not done:
+        for pid in helpers:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-    return _try(fd, path)
+    return _keep_one(fds, paths, chosen)
+
+
+def _keep_one(fds: list[int], paths: list[str], slot: int | None) -> int | None:
+    """Once every helper is gone: keep `slot` (or the first slot a helper took at the last
+    moment), and unlock any other slot a helper took meanwhile."""
+    for other, fd in enumerate(fds):
+        if other != slot and _try(fd, paths[other]):
+            if slot is None:
+                slot = other
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    return slot
 
 
 def _helper(fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ...]) -> None:

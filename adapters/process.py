@@ -13,9 +13,23 @@ from domain.errors import ExitStatus, Interrupted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from typing import Protocol
 
     from adapters.signals import SignalWatch
+
+    class Guard(Protocol):
+        """A lock that can be lost while its command runs (PostgreSQL's)."""
+
+        def alert_fd(self) -> int | None:
+            """A descriptor that turns readable when the lock may have been lost."""
+
+        def next_due(self) -> float | None:
+            """The monotonic time by which `poll` must be called again."""
+
+        def poll(self) -> str | None:
+            """Check without blocking; why the lock was lost, or None."""
+
 
 RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
 """Python ignores these; the command gets their default behaviour back."""
@@ -33,11 +47,23 @@ class PosixProcessRunner:
     The command's process group is signalled as a whole: on timeout (SIGTERM,
     then SIGKILL after the grace), and with each signal the runner receives.
     `inherit` names descriptors the command keeps, such as the apply lock.
+    `guard` is a lock that can be lost: watched in the same wait, and when it is
+    lost the command is stopped as on a timeout. `environ` replaces the runner's
+    own environment as the base of the command's.
     """
 
-    def __init__(self, watch: SignalWatch, inherit: Callable[[], tuple[int, ...]] = tuple) -> None:
+    def __init__(
+        self,
+        watch: SignalWatch,
+        inherit: Callable[[], tuple[int, ...]] = tuple,
+        *,
+        guard: Guard | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.watch = watch
         self.inherit = inherit
+        self.guard = guard
+        self.environ = os.environ if environ is None else environ
 
     def run(
         self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str] | None = None
@@ -49,7 +75,7 @@ class PosixProcessRunner:
         for fd in fds:
             os.set_inheritable(fd, True)
         try:
-            environment = {**os.environ, **env} if env else os.environ
+            environment = {**self.environ, **env} if env else self.environ
             pid = os.posix_spawnp(cmd[0], cmd, environment, setsid=True, setsigdef=RESET_IN_CHILD)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
@@ -59,7 +85,7 @@ class PosixProcessRunner:
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
-        child = _Child(pid, self.watch, timeout, kill_after)
+        child = _Child(pid, self.watch, timeout, kill_after, self.guard)
         self.watch.group = pid
         try:
             return child.wait()
@@ -73,10 +99,14 @@ class PosixProcessRunner:
 class _Child:
     """One started command: waited for, signalled, and swept up after."""
 
-    def __init__(self, pid: int, watch: SignalWatch, timeout: float, kill_after: float) -> None:
+    def __init__(
+        self, pid: int, watch: SignalWatch, timeout: float, kill_after: float, guard: Guard | None
+    ) -> None:
         self.pid = pid
         self.watch = watch
         self.kill_after = kill_after
+        self.guard = guard
+        self.lost: str | None = None
         now = time.monotonic()
         self.deadline = now + timeout if timeout > 0 else None
         self.kill_at: float | None = None
@@ -90,21 +120,37 @@ class _Child:
             now = time.monotonic()
             if self.deadline is not None and now >= self.deadline:
                 self.deadline = None
-                if self.signalled is None:
+                if self.signalled is None and self.lost is None:
                     self.timed_out = True
                     self._terminate(signal.SIGTERM, now)
+            guarded = self._check_guard(now)
             self._kill_when_due(now)
-            wake = min((t for t in (self.deadline, self.kill_at) if t is not None), default=None)
-            self._on_signals(self.watch.wait(None if wake is None else max(0.0, wake - now)))
+            due = guarded.next_due() if guarded else None
+            wake = min(
+                (t for t in (self.deadline, self.kill_at, due) if t is not None), default=None
+            )
+            timeout = None if wake is None else max(0.0, wake - now)
+            self._on_signals(self.watch.wait(timeout, guarded.alert_fd() if guarded else None))
             status = self._reap()
-        if self.timed_out or self.signalled is not None:
+        if self.timed_out or self.signalled is not None or self.lost is not None:
             self._sweep()
         if self.timed_out:
             rc = int(ExitStatus.TIMEOUT)
         else:
             code = os.waitstatus_to_exitcode(status)
             rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code
-        return Outcome(rc, timed_out=self.timed_out, signal=self.signalled)
+        return Outcome(rc, timed_out=self.timed_out, signal=self.signalled, lost=self.lost)
+
+    def _check_guard(self, now: float) -> Guard | None:
+        """Ask the lock whether it still holds; stop the command the moment it does not."""
+        if self.guard is None or self.lost is not None:
+            return None
+        self.lost = self.guard.poll()
+        if self.lost is None:
+            return self.guard
+        if self.signalled is None and not self.timed_out:
+            self._terminate(signal.SIGTERM, now)
+        return None
 
     def kill_and_reap(self) -> None:
         """Leave nothing behind when waiting failed: SIGKILL the group, collect the leader."""

@@ -75,16 +75,17 @@ class SignalWatch:
         """The pipe's reading end: readable once a signal has come (for select)."""
         return self._read
 
-    def wait(self, timeout: float | None) -> list[int]:
-        """Wait up to `timeout` seconds (None: no limit) for any signal.
+    def wait(self, timeout: float | None, also: int | None = None) -> list[int]:
+        """Wait up to `timeout` seconds (None: no limit) for any signal, or for `also`.
 
         Return the FORWARDED signals received since the last call, oldest first;
-        SIGCHLD only wakes the waiter. A wait may end early (at most an hour, or on
-        SIGCHLD) with nothing to report: callers check their own deadlines.
+        SIGCHLD, and the descriptor `also` turning readable, only wake the waiter.
+        A wait may end early (at most an hour) with nothing to report: callers
+        check their own deadlines.
         """
         if timeout is None or timeout > 0:
             limit = LONGEST_WAIT if timeout is None else min(timeout, LONGEST_WAIT)
-            select.select([self._read], [], [], limit)
+            select.select([self._read] if also is None else [self._read, also], [], [], limit)
         return self.pending()
 
     def pending(self) -> list[int]:

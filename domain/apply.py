@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.errors import ExitStatus, UsageError
+from domain.errors import ExitStatus, LockLost, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -85,17 +85,20 @@ def apply(
     """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
     if dry_run:
         return _dry_run(name, cmd, markers, console)
-    lock.acquire(policy.lock_wait)
+    token = lock.acquire(policy.lock_wait)
     try:
         if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
             console.say("already applied")
             return ExitStatus.OK
-        rc = attempts.run(cmd, policy, name)
+        rc = attempts.run(cmd, policy, name, token)
         if rc != 0:
             if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
                 return rc
             console.warn(f"apply {name} failed (rc={rc}); not marked as applied")
             return ExitStatus.FAILED
+        reason = lock.lost()
+        if reason is not None:
+            raise LockLost(reason, stopped=False)
         markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
         console.info(f"applied {name}")
         return ExitStatus.OK

@@ -18,10 +18,11 @@ class Outcome:
 
     `rc` is the shell's number: the exit code, 124 for a timeout, 128+N when the
     command died of signal N. `signal` is set when the runner itself received a
-    signal during the attempt (and passed it on).
+    signal during the attempt (and passed it on); `lost` says why the lock was
+    lost when that stopped the command.
     """
 
-    __slots__ = ("error", "rc", "signal", "timed_out")
+    __slots__ = ("error", "lost", "rc", "signal", "timed_out")
 
     def __init__(
         self,
@@ -30,11 +31,13 @@ class Outcome:
         timed_out: bool = False,
         signal: int | None = None,
         error: str | None = None,
+        lost: str | None = None,
     ) -> None:
         self.rc = rc
         self.timed_out = timed_out
         self.signal = signal
         self.error = error
+        self.lost = lost
 
     def __repr__(self) -> str:
         return f"Outcome(rc={self.rc}, timed_out={self.timed_out}, signal={self.signal})"
@@ -73,7 +76,16 @@ class Stop:
         self.signum = signum
 
 
-Step = Retry | Finish | Stop
+class Abandon:
+    """The lock was lost: no further attempt, no marker; the runner's own error."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+Step = Retry | Finish | Stop | Abandon
 
 
 def next_step(
@@ -86,6 +98,8 @@ def next_step(
     rc = outcome.rc
     if outcome.signal is not None:
         return Stop(outcome.signal)
+    if outcome.lost is not None:
+        return Abandon(outcome.lost)
     if rc == 0 or policy.retries == 0:
         return Finish(rc)
     if rc in NEVER_RETRIED or (policy.retry_on is not None and rc not in policy.retry_on):
@@ -102,9 +116,20 @@ class AttemptRecord:
     """One line of the attempt log. `started` is seconds since the epoch.
 
     `delay_ms` is the wait that followed this attempt; None on the last one.
+    `token` is the fencing token of the lock the attempt ran under, if any.
     """
 
-    __slots__ = ("attempt", "cmd", "delay_ms", "duration_ms", "name", "rc", "run_id", "started")
+    __slots__ = (
+        "attempt",
+        "cmd",
+        "delay_ms",
+        "duration_ms",
+        "name",
+        "rc",
+        "run_id",
+        "started",
+        "token",
+    )
 
     def __init__(
         self,
@@ -116,6 +141,7 @@ class AttemptRecord:
         run_id: str,
         name: str | None = None,
         delay_ms: int | None = None,
+        token: int | None = None,
     ) -> None:
         self.started = started
         self.cmd = cmd
@@ -125,3 +151,4 @@ class AttemptRecord:
         self.run_id = run_id
         self.name = name
         self.delay_ms = delay_ms
+        self.token = token

@@ -40,12 +40,39 @@ class OutputError(RunnerError):
 
 
 class LockBusy(RunnerError):
-    """Another run holds the lock."""
+    """Another run holds the lock; `holder` says who, when it is known."""
 
     status = ExitStatus.LOCKED
 
-    def __init__(self) -> None:
-        super().__init__("another run in progress")
+    def __init__(self, holder: str | None = None) -> None:
+        super().__init__("another run in progress" + (f": {holder}" if holder else ""))
+        self.holder = holder
+
+
+def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
+    """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`."""
+    whole = max(0, int(seconds))
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        age = f"{days}d{hours:02d}h"
+    elif hours:
+        age = f"{hours}h{minutes:02d}m"
+    elif minutes:
+        age = f"{minutes}m{secs:02d}s"
+    else:
+        age = f"{secs}s"
+    return f"{what} on {host} (pid {pid}) for {age}"
+
+
+class LockLost(RunnerError):
+    """The lock was lost (its session ended or went silent) while it was held."""
+
+    def __init__(self, reason: str, *, stopped: bool) -> None:
+        then = "command stopped" if stopped else "not marked as applied"
+        super().__init__(f"lost the lock: {reason}; {then}")
+        self.reason = reason
 
 
 class Interrupted(RunnerError):

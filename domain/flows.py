@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from domain.attempts import AttemptRecord, Finish, Retry, Stop, next_step
-from domain.errors import Interrupted
+from domain.attempts import Abandon, AttemptRecord, Finish, Retry, Stop, next_step
+from domain.errors import Interrupted, LockLost
 from domain.policy import attempt_timeout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -41,8 +41,14 @@ class Attempts:
         self.run_id = run_id
         self.random = random
 
-    def run(self, cmd: list[str], policy: Policy, name: str | None = None) -> int:
-        """Return the last attempt's rc; raise Interrupted when a signal ends the run."""
+    def run(
+        self, cmd: list[str], policy: Policy, name: str | None = None, token: int | None = None
+    ) -> int:
+        """Return the last attempt's rc; raise Interrupted when a signal ends the run.
+
+        `token` is the fencing token of the lock held, handed to the command as
+        RUNNER_FENCING_TOKEN. Raises LockLost when the lock was lost meanwhile.
+        """
         first = self.clock.monotonic()
         attempt = 0
         while True:
@@ -54,6 +60,8 @@ class Attempts:
                 "RUNNER_MAX_ATTEMPTS": str(policy.max_attempts),
                 "RUNNER_RUN_ID": self.run_id,
             }
+            if token is not None:
+                env["RUNNER_FENCING_TOKEN"] = str(token)
             outcome = self.processes.run(cmd, limit, policy.kill_after, env)
             ended = self.clock.monotonic()
             fraction = self.random() if policy.jitter else 1.0
@@ -62,12 +70,22 @@ class Attempts:
             duration_ms = max(0, round((ended - begun) * 1000))
             self.sink.record(
                 AttemptRecord(
-                    started, cmd, attempt, outcome.rc, duration_ms, self.run_id, name, delay_ms
+                    started,
+                    cmd,
+                    attempt,
+                    outcome.rc,
+                    duration_ms,
+                    self.run_id,
+                    name,
+                    delay_ms,
+                    token,
                 )
             )
             self._report(outcome, attempt, policy, limit, step)
             if isinstance(step, Stop):
                 raise Interrupted(step.signum)
+            if isinstance(step, Abandon):
+                raise LockLost(step.reason, stopped=True)
             if isinstance(step, Finish):
                 return step.rc
             signum = self.clock.sleep(step.delay)
@@ -80,7 +98,7 @@ class Attempts:
         attempt: int,
         policy: Policy,
         limit: float,
-        step: Retry | Finish | Stop,
+        step: Retry | Finish | Stop | Abandon,
     ) -> None:
         if outcome.error is not None:
             self.console.warn(outcome.error)
@@ -106,8 +124,8 @@ def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None
     """Run `cmd` with retries; with a lock, as the single instance that holds it."""
     if lock is None:
         return attempts.run(cmd, policy)
-    lock.acquire(policy.lock_wait)
+    token = lock.acquire(policy.lock_wait)
     try:
-        return attempts.run(cmd, policy)
+        return attempts.run(cmd, policy, token=token)
     finally:
         lock.release()

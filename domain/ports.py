@@ -29,8 +29,10 @@ class ProcessRunner(Protocol):
     ) -> Outcome:
         """Run `cmd` to its end (timeout and kill_after in seconds, 0 = no limit).
 
-        `env` is added to the runner's own environment for the command. Raises
-        Interrupted when a signal arrived before the command started.
+        `env` is added to the runner's own environment for the command. A command
+        that runs under a lock is stopped as on a timeout when the lock is lost,
+        and the Outcome says why (`lost`). Raises Interrupted when a signal arrived
+        before the command started.
         """
 
 
@@ -54,12 +56,16 @@ class MarkerStore(Protocol):
 
 
 class Lock(Protocol):
-    def acquire(self, wait: float = 0.0) -> None:
+    def acquire(self, wait: float = 0.0) -> int | None:
         """Take the lock, waiting up to `wait` seconds in the holders' queue.
 
-        Raises LockBusy when another run still holds it then, Interrupted when a
-        signal ends the wait.
+        Returns the fencing token: an integer that grows with every acquisition of
+        this lock, on every host (None where none can be kept). Raises LockBusy
+        when another run still holds it then, Interrupted when a signal ends the wait.
         """
+
+    def lost(self) -> str | None:
+        """Why the lock is no longer held (its session ended or went silent), or None."""
 
     def release(self) -> None:
         """Let go of the lock, for every process that inherited it too."""

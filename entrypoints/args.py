@@ -41,6 +41,9 @@ _VALUED = (
     "--by",
     "--namespace",
     "--connect-timeout",
+    "--lease",
+    "--schema",
+    "--slots",
 )
 _FLAGS = {
     "--quiet": "quiet",
@@ -51,9 +54,9 @@ _FLAGS = {
 }
 _EVERYWHERE = frozenset({"--home", "--quiet", "-q"})
 _POLICY = frozenset({*_DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
-_STATE = frozenset({"--state", "--namespace", "--connect-timeout"})
+_STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
 ALLOWED = {
-    "run": _EVERYWHERE | _POLICY | {"--lock", "--lock-wait"},
+    "run": _EVERYWHERE | _POLICY | _STATE | {"--lock", "--lock-wait", "--slots"},
     "apply": _EVERYWHERE | _POLICY | _STATE | {"--dry-run", "--lock-wait"},
     "stats": _EVERYWHERE | {"--log", "--since", "--by", "--json", "--prometheus"},
     "applied": _EVERYWHERE | _STATE | {"--json"},
@@ -61,6 +64,10 @@ ALLOWED = {
 }
 """The options each subcommand takes."""
 CODE_MAX = 255
+SLOTS_MAX = 255
+"""The most holders a run --lock may allow at once."""
+LEASE_MAX = 86400.0
+"""Seconds: the longest --lease (the server's keepalive settings must be able to hold it)."""
 COUNT_MAX = 1_000_000_000
 """The largest --retries: more attempts than a run could ever make."""
 SMALLEST = 1e-9
@@ -81,6 +88,7 @@ class Invocation:
         "dry_run",
         "home",
         "json",
+        "lease",
         "lock",
         "log",
         "name",
@@ -88,7 +96,9 @@ class Invocation:
         "policy",
         "prometheus",
         "quiet",
+        "schema",
         "since",
+        "slots",
         "state_url",
     )
 
@@ -105,6 +115,9 @@ class Invocation:
         self.by = "cmd"
         self.state_url: str | None = None
         self.namespace = "default"
+        self.schema = "public"
+        self.lease = 30.0
+        self.slots = 1
         self.connect_timeout = 5.0
         self.json = False
         self.quiet = False
@@ -148,6 +161,16 @@ def parse_count(text: str, option: str) -> int:
     return int(text)
 
 
+def _is_identifier(text: str) -> bool:
+    """[A-Za-z_][A-Za-z0-9_]{0,62}: a schema name that needs no quoting rules of its own."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+    return (
+        0 < len(text) <= 63
+        and text[0] in letters
+        and all(char in letters or char in "0123456789" for char in text)
+    )
+
+
 def _shown(text: str) -> str:
     """`text` for a message: a long one is cut, with its length."""
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
@@ -189,17 +212,28 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
         _read_words(invocation, words, command, env)
         if invocation.home is None:
             invocation.home = env.get("RUNNER_HOME") or None
-        if invocation.action in ("apply", "applied", "forget"):
+        if invocation.action in ("run", "apply", "applied", "forget"):
             _read_state(invocation, env)
     return invocation
 
 
 def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
-    """--state URL or $RUNNER_STATE_URL: PostgreSQL instead of the state folder."""
+    """--state URL or $RUNNER_STATE_URL: PostgreSQL instead of the state folder.
+
+    With a state URL, run's --lock is a lock NAME held in PostgreSQL, not a file.
+    """
     url = invocation.state_url or env.get("RUNNER_STATE_URL") or None
     if url is not None and not url.startswith(("postgresql://", "postgres://")):
         raise UsageError("--state: expected a postgresql://user@host:port/db URL")
     invocation.state_url = url
+    if invocation.action == "run" and url is not None and invocation.lock is not None:
+        try:
+            check_name(invocation.lock)
+        except UsageError:
+            raise UsageError(
+                f"--lock: with a state URL, --lock takes a lock NAME (as apply's), "
+                f"not {invocation.lock!r}"
+            ) from None
 
 
 def _read_words(
@@ -210,6 +244,8 @@ def _read_words(
     if action == "run":
         if invocation.policy.lock_wait and invocation.lock is None:
             raise UsageError("--lock-wait goes with --lock FILE")
+        if invocation.slots != 1 and invocation.lock is None:
+            raise UsageError("--slots goes with --lock")
         invocation.cmd = words + (command or [])
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
@@ -289,13 +325,8 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         policy.retry_on = parse_codes(value, option)
     elif option == "--since":
         invocation.since = parse_duration(value, option)
-    elif option == "--namespace":
-        try:
-            invocation.namespace = check_name(value)
-        except UsageError:
-            raise UsageError(f"--namespace: {value!r} is not a valid namespace (as NAME)") from None
-    elif option == "--connect-timeout":
-        invocation.connect_timeout = parse_duration(value, option)
+    elif option in _STATE or option == "--slots":
+        _set_state_option(invocation, option, value)
     elif option == "--by":
         if value not in ("cmd", "name"):
             raise UsageError(f"--by: expected cmd or name, not {value!r}")
@@ -304,3 +335,33 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         raise UsageError(f"{option} needs a path")
     else:
         setattr(invocation, _PATHS[option], value)
+
+
+def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
+    """The options of the state backends, and --slots."""
+    if option == "--state":
+        if not value:
+            raise UsageError("--state needs a URL")
+        invocation.state_url = value
+    elif option == "--namespace":
+        try:
+            invocation.namespace = check_name(value)
+        except UsageError:
+            raise UsageError(f"--namespace: {value!r} is not a valid namespace (as NAME)") from None
+    elif option == "--connect-timeout":
+        invocation.connect_timeout = parse_duration(value, option)
+    elif option == "--lease":
+        invocation.lease = parse_duration(value, option)
+        if not 0.1 <= invocation.lease <= LEASE_MAX:
+            raise UsageError(f"--lease: from 0.1s to {LEASE_MAX:.0f}s, not {value!r}")
+    elif option == "--slots":
+        invocation.slots = parse_count(value, option)
+        if not 1 <= invocation.slots <= SLOTS_MAX:
+            raise UsageError(f"--slots: from 1 to {SLOTS_MAX}, not {value!r}")
+    elif option == "--schema":
+        if not _is_identifier(value):
+            raise UsageError(
+                f"--schema: {value!r} is not a schema name (letters, digits and _, "
+                "not starting with a digit, at most 63)"
+            )
+        invocation.schema = value

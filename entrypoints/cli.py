@@ -12,12 +12,8 @@ from entrypoints.console import StreamConsole
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import NoReturn
 
-    from adapters.lock import FcntlLock
-    from adapters.markers import FileMarkerStore
-    from adapters.postgres import PgAdvisoryLock, PgMarkerStore
     from adapters.signals import SignalWatch
 
 PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -88,18 +84,28 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
     from domain import flows
 
     home = invocation.home or PROJECT_HOME
-    state = os.path.join(home, "state")
-    backend = _backend(invocation, state, watch) if invocation.action == "apply" else None
-    lock = backend.lock if backend is not None else _run_lock(invocation, watch)
-    processes = PosixProcessRunner(watch, inherit=tuple if lock is None else lock.fds)
+    backend = None
+    if invocation.action == "apply" or invocation.lock is not None:
+        from entrypoints.backends import open_backend
+
+        backend = open_backend(invocation, home, watch)
+    processes = PosixProcessRunner(
+        watch,
+        inherit=tuple if backend is None else backend.lock.fds,
+        guard=None if backend is None else backend.guard,
+        environ=None if backend is None else backend.environ,
+    )
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
     attempts = flows.Attempts(processes, SystemClock(watch), sink, console, run_id, random_fraction)
     try:
-        if backend is None:
+        if invocation.action == "run":
+            lock = None if backend is None else backend.lock
             return flows.run(invocation.cmd, invocation.policy, attempts=attempts, lock=lock)
         from domain.apply import apply
 
+        assert backend is not None
+        assert backend.markers is not None
         return apply(
             invocation.name,
             invocation.cmd,
@@ -124,7 +130,10 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
 
         return stats(invocation, home, console, watch)
 
-    backend = _backend(invocation, os.path.join(home, "state"), watch)
+    from entrypoints.backends import open_backend
+
+    backend = open_backend(invocation, home, watch)
+    assert backend.markers is not None
     try:
         if invocation.action == "applied":
             from entrypoints.stats import applied
@@ -143,43 +152,6 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
         )
     finally:
         backend.close()
-
-
-class _Backend:
-    """apply's lock and markers, from the state folder or from PostgreSQL."""
-
-    def __init__(
-        self,
-        lock: FcntlLock | PgAdvisoryLock,
-        markers: FileMarkerStore | PgMarkerStore,
-        close: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.lock = lock
-        self.markers = markers
-        self.close = close
-
-
-def _backend(invocation: Invocation, state: str, watch: SignalWatch) -> _Backend:
-    if invocation.state_url is None:
-        from adapters.lock import FcntlLock
-        from adapters.markers import FileMarkerStore
-
-        lock = FcntlLock(os.path.join(state, "lock"), watch, create_folder=True)
-        return _Backend(lock, FileMarkerStore(state))
-
-    from adapters.postgres import PgAdvisoryLock, PgMarkerStore, PostgresState
-
-    database = PostgresState(invocation.state_url, invocation.namespace, invocation.connect_timeout)
-    return _Backend(PgAdvisoryLock(database, watch), PgMarkerStore(database), database.close)
-
-
-def _run_lock(invocation: Invocation, watch: SignalWatch) -> FcntlLock | None:
-    """run's --lock FILE, or none."""
-    if invocation.lock is None:
-        return None
-    from adapters.lock import FcntlLock
-
-    return FcntlLock(invocation.lock, watch)
 
 
 def exit_with(status: int, signum: int | None = None) -> NoReturn:

@@ -75,7 +75,10 @@ class FakeMarkerStore:
 
 
 class FakeLock:
-    """Busy (or interrupted by `signal`) on every try; records how long each was to wait."""
+    """Busy (or interrupted by `signal`) on every try; records how long each was to wait.
+
+    Each acquisition hands out the next token; `lose_with` makes `lost()` say so.
+    """
 
     def __init__(self, busy: bool = False, signal: int | None = None) -> None:
         self.busy = busy
@@ -83,8 +86,14 @@ class FakeLock:
         self.held = False
         self.events: list[str] = []
         self.waits: list[float] = []
+        self.token = 0
+        self.lose_with: str | None = None
 
-    def acquire(self, wait: float = 0.0) -> None:
+    def lost(self) -> str | None:
+        self.events.append("asked")
+        return self.lose_with
+
+    def acquire(self, wait: float = 0.0) -> int:
         self.waits.append(wait)
         if self.signal is not None:
             self.events.append("interrupted")
@@ -94,6 +103,8 @@ class FakeLock:
             raise LockBusy()
         self.held = True
         self.events.append("acquire")
+        self.token += 1
+        return self.token
 
     def release(self) -> None:
         self.held = False

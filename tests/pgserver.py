@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 USER = "runner"
@@ -37,6 +37,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class Server:
+    """A running server of the tests' own: its URL, and a way to restart it."""
+
+    def __init__(self, url: str, restart: Callable[[], None]) -> None:
+        self.url = url
+        self.restart = restart
+
+
 @contextmanager
 def server() -> Iterator[str]:
     """Start a server on 127.0.0.1 with password authentication; yield its URL; stop it."""
@@ -44,6 +52,13 @@ def server() -> Iterator[str]:
     if given:
         yield given
         return
+    with own_server() as started:
+        yield started.url
+
+
+@contextmanager
+def own_server() -> Iterator[Server]:
+    """A server of this test's own (never a given one), which the test may restart."""
     initdb, pg_ctl = find_tool("initdb"), find_tool("pg_ctl")
     if not initdb or not pg_ctl:
         raise LookupError("PostgreSQL server programs (initdb, pg_ctl) are not installed")
@@ -78,9 +93,14 @@ def server() -> Iterator[str]:
         ]
     )
     options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-    _quietly([*as_user, pg_ctl, "-D", data, "-o", options, "-l", log, "-w", "-t", "60", "start"])
+    control = [*as_user, pg_ctl, "-D", data, "-o", options, "-l", log, "-w", "-t", "60"]
+    _quietly([*control, "start"])
+
+    def restart() -> None:
+        _quietly([*control, "-m", "immediate", "restart"])
+
     try:
-        yield f"postgresql://{USER}:{password}@127.0.0.1:{port}/postgres"
+        yield Server(f"postgresql://{USER}:{password}@127.0.0.1:{port}/postgres", restart)
     finally:
         subprocess.run(
             [*as_user, pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],

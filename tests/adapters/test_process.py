@@ -147,7 +147,7 @@ def test_a_failure_while_waiting_leaves_no_process(
     pidfile = os.path.join(str(tmp_path), "pid")
     real_wait = watch.wait
 
-    def failing_wait(timeout: float | None) -> list[int]:
+    def failing_wait(timeout: float | None, also: int | None = None) -> list[int]:
         read_pid(pidfile)
         real_wait(0)
         raise RuntimeError("boom")

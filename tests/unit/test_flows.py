@@ -6,7 +6,7 @@ import pytest
 
 from domain.apply import apply
 from domain.attempts import Outcome
-from domain.errors import Interrupted, LockBusy
+from domain.errors import Interrupted, LockBusy, LockLost
 from domain.flows import Attempts
 from domain.policy import Policy
 from tests.fakes import (
@@ -124,8 +124,39 @@ def test_apply_runs_then_marks_under_the_lock() -> None:
     assert world.apply("step") == 0
     assert world.markers.applied["step"]["run_id"] == "run-1"
     assert world.markers.applied["step"]["cmd"] == CMD
-    assert world.lock.events == ["acquire", "release"]
+    assert world.lock.events == ["acquire", "asked", "release"]
     assert world.sink.records[0].name == "step"
+
+
+def test_every_attempt_gets_the_fencing_token_in_its_environment_and_log_line() -> None:
+    """The token of the acquisition goes to the command (RUNNER_FENCING_TOKEN) and the log."""
+    world = World(Outcome(1), Outcome(0))
+    world.lock.token = 41
+    assert world.apply("step", Policy(retries=1, backoff=0)) == 0
+    assert [env["RUNNER_FENCING_TOKEN"] for env in world.processes.envs] == ["42", "42"]
+    assert [record.token for record in world.sink.records] == [42, 42]
+
+
+def test_a_lock_lost_while_the_command_ran_ends_the_run_without_a_marker() -> None:
+    """The lock went with its session: no retry, no marker, the runner's own error."""
+    world = World(Outcome(143, lost="the server closed the session"), Outcome(0))
+    with pytest.raises(LockLost, match="closed the session; command stopped") as info:
+        world.apply("step", Policy(retries=3, backoff=0))
+    assert info.value.status == 125
+    assert len(world.processes.calls) == 1
+    assert [record.rc for record in world.sink.records] == [143]
+    assert world.markers.applied == {}
+    assert world.lock.events == ["acquire", "release"]
+
+
+def test_a_lock_lost_after_the_command_succeeded_writes_no_marker() -> None:
+    """The command ended well but the lock cannot be confirmed: no marker, exit 125."""
+    world = World(Outcome(0))
+    world.lock.lose_with = "no answer within 30s"
+    with pytest.raises(LockLost, match="not marked as applied"):
+        world.apply("step")
+    assert world.markers.applied == {}
+    assert world.lock.events == ["acquire", "asked", "release"]
 
 
 def test_apply_skips_an_applied_name() -> None:
