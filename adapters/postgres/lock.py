@@ -51,8 +51,9 @@ class Tables:
             for statement in sql.create(self.schema):
                 self.session.query(statement)
         except QueryError as error:
+            reason = str(error).rpartition(" said: ")[2]
             raise StateError(
-                f"cannot create the state tables in schema {self.schema!r}: {error} (grant this"
+                f"cannot create the state tables in schema {self.schema!r}: {reason} (grant this"
                 " role CREATE there, create them once with a role that may, or choose --schema)"
             ) from None
         finally:

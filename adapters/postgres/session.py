@@ -161,8 +161,10 @@ class Session:
                 failure = result
         if failure is not None:
             state = failure.error_field(pq.DiagnosticField.SQLSTATE)
-            message = _text(failure.error_message) or "unknown error"
-            raise QueryError(self.url.scrub(message), _text(state))
+            primary = failure.error_field(pq.DiagnosticField.MESSAGE_PRIMARY)
+            message = _text(primary or failure.error_message) or "unknown error"
+            said = f"the state database {self.url.shown} said: {message}"
+            raise QueryError(self.url.scrub(said), _text(state))
         if pgconn.status != pq.ConnStatus.OK:
             raise self.lost(_text(pgconn.error_message) or "connection closed")
         return rows

@@ -380,3 +380,108 @@ def test_a_connect_timeout_below_two_seconds_is_honoured(lab: Lab, silent_server
     assert result.returncode == 125
     assert b"no answer within 0.3s (--connect-timeout)" in result.stderr
     assert elapsed < 1.9
+
+
+def test_roles_with_different_search_paths_apply_once(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """Regression: each role created its own runner_markers and applied the step again."""
+    role = "r" + namespace
+    first = lab.run("apply", "--state", pg_url, "--namespace", namespace, "step")
+    sql(pg_url, f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+    sql(pg_url, f"CREATE SCHEMA {role} AUTHORIZATION {role}")
+    sql(pg_url, f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+    sql(pg_url, f"ALTER ROLE {role} SET search_path = {role}, public")
+    other = pg_url.replace(pg_url.split("//")[1].split("@", maxsplit=1)[0], f"{role}:pw")
+    second = lab.run("apply", "--state", other, "--namespace", namespace, "step")
+    assert (first.returncode, second.returncode) == (0, 0), second.stderr
+    assert second.stdout == b"already applied\n"
+    assert len(lab.applications()) == 1
+    assert sql(pg_url, f"SELECT to_regclass('{role}.runner_markers')") == [(None,)]
+
+
+def test_a_schema_that_cannot_be_created_is_one_clear_line(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """A role without CREATE: exit 125, the schema named, what to do said."""
+    role = "n" + namespace
+    sql(pg_url, f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+    url = pg_url.replace(pg_url.split("//")[1].split("@", maxsplit=1)[0], f"{role}:pw")
+    result = lab.run("apply", "--state", url, "--schema", "elsewhere", "step", "--", "true")
+    assert result.returncode == 125
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert "cannot create the state tables in schema 'elsewhere'" in lines[0]
+    assert lab.applications() == []
+
+
+NASTY = "pa/ss?wo#rd@x%y"
+
+
+def test_a_password_with_url_characters_works_and_is_never_shown(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """Unencoded / ? # @ in the password: the URL works; no message, log or env carries it."""
+    role = "p" + namespace
+    lab.run("apply", "--state", pg_url, "--namespace", namespace, "warm", "--", "true")
+    sql(pg_url, f"CREATE ROLE {role} LOGIN PASSWORD '{NASTY.replace('%', '%%')}'")
+    sql(pg_url, f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+    host = pg_url.split("@", 1)[1]
+    url = f"postgresql://{role}:{NASTY}@{host}"
+    envfile = lab.tmp / "env"
+    result = lab.run(
+        "apply",
+        "--namespace",
+        namespace,
+        "step",
+        "--",
+        "sh",
+        "-c",
+        f'echo "$RUNNER_STATE_URL" > {envfile}',
+        env={"RUNNER_STATE_URL": url},
+    )
+    assert result.returncode == 0, result.stderr
+    assert envfile.read_text().strip() == f"postgresql://{role}@{host}"
+    wrong = url.replace(NASTY, NASTY + "-wrong")
+    refused = lab.run("apply", "--state", wrong, "--namespace", namespace, "other")
+    assert refused.returncode == 125
+    everything = refused.stderr + result.stderr + lab.log.read_bytes()
+    for secret in (NASTY, NASTY + "-wrong", "pa/ss", "wo#rd", "ss?wo"):
+        assert secret.encode() not in everything
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:S3cret@127.0.0.1:1/db",
+        "postgresql://u@127.0.0.1:1/db?password=S3cret",
+        "postgresql://u@127.0.0.1:1/db?sslmode=disable&password=S3cret&connect_timeout=1",
+        "postgresql://u:S3cret/x?y#z@127.0.0.1:1/db",
+        "postgresql://u:S3cret@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write",
+        "postgresql://u:S3cret@[::1]:1/db",
+        "postgresql://u:S3cret@127.0.0.1:notaport/db",
+        "postgresql://u:S3cret@127.0.0.1:1/db?no_such_option=1",
+    ],
+)
+def test_no_form_of_password_is_ever_printed(lab: Lab, url: str) -> None:
+    """Regression: ?password=, and passwords with / ? #, were printed in errors."""
+    result = lab.run("apply", "--state", url, "--connect-timeout", "2", "step", timeout=20)
+    assert result.returncode == 125
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("runner: error: ")
+    assert b"S3cret" not in result.stderr
+    assert b"internal error" not in result.stderr
+
+
+def test_a_multi_host_url_follows_to_the_host_that_answers(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """Regression: libpq's failover URL (h1,h2 and target_session_attrs) was an internal error."""
+    userinfo, place = pg_url.split("//", 1)[1].split("@", 1)
+    address, database = place.split("/", 1)
+    url = (
+        f"postgresql://{userinfo}@127.0.0.1:1,{address}/{database}?target_session_attrs=read-write"
+    )
+    result = lab.run("apply", "--state", url, "--namespace", namespace, "step", "--", "true")
+    assert result.returncode == 0, result.stderr
