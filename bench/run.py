@@ -351,6 +351,19 @@ def table(results: dict[str, Any]) -> list[str]:
         (f"stats over {sa['lines']:,} lines", f"{sa['median_s']:.2f} s", "< 3 s"),
         ("stats peak RSS (largest process)", f"{sa['peak_rss_mib']:.1f} MiB", ""),
     ]
+    fl = results["fleet"]
+    if "skipped" in fl:
+        rows.append(("PostgreSQL lock lost: fault to SIGTERM", "skipped", fl["skipped"]))
+    else:
+        for kind in ("terminate", "restart"):
+            figures = fl[f"{kind}_ms"]
+            rows.append(
+                (
+                    f"lock lost ({kind}): fault to SIGTERM, median / max",
+                    f"{figures['median']:.1f} / {figures['max']:.1f} ms",
+                    f"< {fl['target_ms']}",
+                )
+            )
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'metric':<{width}}  {'value':>20}  target", "-" * (width + 32)]
     lines += [f"{name:<{width}}  {value:>20}  {target}" for name, value, target in rows]
@@ -382,6 +395,9 @@ def main() -> int:
         1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 21, env
     )
     results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
+    from fleet import bench_lost_lock
+
+    results["fleet"] = bench_lost_lock(3 if quick else 21, 1 if quick else 5)
     results["quick"] = {"quick": quick}
     print(f"machine: {json.dumps(results['machine'])}")
     print("\n".join(table(results)))

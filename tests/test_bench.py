@@ -29,8 +29,10 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
         "contention",
         "state",
         "stats",
+        "fleet",
     }
     assert figures["stats"]["lines"] == 20_000
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
     assert b"runner / floor" in result.stdout
+    assert "skipped" in figures["fleet"] or figures["fleet"]["terminate_ms"]["runs"] == 3
