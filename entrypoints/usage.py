@@ -24,7 +24,9 @@ run and apply options:
   --max-backoff DURATION no single wait is longer than this (default 0: no cap)
   --jitter               wait a random time between 0 and the capped backoff
   --deadline DURATION    a budget for the whole run, waits included (default 0: none)
-  --lock FILE            run only: hold an exclusive flock on FILE, or exit 3
+  --lock FILE            run only: hold an exclusive flock on FILE, or exit 3;
+                         with a state URL, a lock NAME held in PostgreSQL
+  --slots N              run --lock: at most N holders at once (default 1)
   --lock-wait DURATION   wait this long for a busy lock before exit 3 (default 0)
   --dry-run              apply, forget: say what would be done; change nothing
 
@@ -34,6 +36,13 @@ stats options:
   --by cmd|name          one row per command (default) or per apply name
   --json                 print one JSON document instead of a table (also applied)
   --prometheus FILE      write the figures for node_exporter's textfile collector
+
+state in PostgreSQL (run, apply, applied, forget):
+  --state URL            postgresql://user@host:port/db (default: $RUNNER_STATE_URL)
+  --namespace NS         which locks, tokens and markers (default: default)
+  --schema NAME          the schema of the runner's tables (default: public)
+  --lease DURATION       a silent server is a lost lock after this long (default 30s)
+  --connect-timeout DURATION  give up connecting after this long (default 5s)
 
 every subcommand:
   --home DIR             keep state/ and runs.jsonl in DIR (default: $RUNNER_HOME,
