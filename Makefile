@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint bench clean postgres
+.PHONY: test lint bench clean postgres dist
 
 test: lint postgres
 	$(BIN)/pytest
@@ -25,10 +25,14 @@ lint: $(VENV)/.installed
 bench:
 	$(PYTHON) bench/run.py
 
+# dist/runner.pyz: the standard-library runner as one file (the same bytes on every build).
+dist:
+	$(PYTHON) packaging/build_zipapp.py dist/runner.pyz
+
 $(VENV)/.installed: requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis dist build *.egg-info

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
     from adapters.signals import SignalWatch
-    from entrypoints.args import Invocation
+    from entrypoints.invocation import Invocation
 
 WHAT_MAX = 60
 """Characters of the command kept in a busy lock's message."""

@@ -7,17 +7,16 @@ import signal
 import sys
 
 from domain.errors import ExitStatus, Interrupted, RunnerError
-from entrypoints.args import Invocation, parse
+from entrypoints.args import parse
 from entrypoints.console import StreamConsole
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import NoReturn
 
     from adapters.signals import SignalWatch
-
-PROJECT_HOME = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-"""The folder of runner.py: the home when neither --home nor RUNNER_HOME is given."""
+    from entrypoints.invocation import Invocation
 
 
 class Ending:
@@ -30,27 +29,38 @@ class Ending:
         self.signum = signum
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, home: str | None = None) -> int:
     """Run the runner; return its exit code. No exception escapes for any input.
 
-    The signal handlers stay in place after it returns; see `exit_with`.
+    `home` is the home when neither --home nor RUNNER_HOME is given: runner.py's
+    folder for a checkout; None, for the installed command and the zipapp, means
+    the user's state folder (see `state_home`). The signal handlers stay in place
+    after it returns; see `exit_with`.
     """
-    return _main(argv).status
+    return _main(argv, home).status
 
 
-def launch() -> NoReturn:
-    """runner.py's entry: run, then exit (by the signal itself after SIGINT or SIGQUIT)."""
-    ending = _main(None)
+def launch(home: str | None) -> NoReturn:
+    """The entry of runner.py, the zipapp and the installed command: run, then exit
+    (by the signal itself after SIGINT or SIGQUIT)."""
+    ending = _main(None, home)
     exit_with(ending.status, ending.signum)
 
 
-def _main(argv: list[str] | None) -> Ending:
+def state_home(environ: Mapping[str, str]) -> str:
+    """$XDG_STATE_HOME/runner, else ~/.local/state/runner (a relative XDG path is ignored)."""
+    xdg = environ.get("XDG_STATE_HOME", "")
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "runner")
+
+
+def _main(argv: list[str] | None, home: str | None) -> Ending:
     from adapters.signals import REENTER_BY_SIGNAL, SignalWatch
 
     watch = SignalWatch()
     console = StreamConsole()
     try:
-        return Ending(_dispatch(argv, watch, console))
+        return Ending(_dispatch(argv, home, watch, console))
     except Interrupted as stop:
         again = stop.signum if stop.signum in REENTER_BY_SIGNAL else None
         return Ending(stop.exit_code, again)
@@ -62,8 +72,12 @@ def _main(argv: list[str] | None) -> Ending:
         return Ending(ExitStatus.RUNNER_ERROR)
 
 
-def _dispatch(argv: list[str] | None, watch: SignalWatch, console: StreamConsole) -> int:
+def _dispatch(
+    argv: list[str] | None, home: str | None, watch: SignalWatch, console: StreamConsole
+) -> int:
     invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
+    if invocation.home is None:
+        invocation.home = home or state_home(os.environ)
     if invocation.action in ("help", "version"):
         from entrypoints.usage import USAGE, VERSION
 
@@ -83,7 +97,7 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
     from adapters.process import PosixProcessRunner
     from domain import flows
 
-    home = invocation.home or PROJECT_HOME
+    home = invocation.home or ""
     backend = None
     if invocation.action == "apply" or invocation.lock is not None:
         from entrypoints.backends import open_backend
@@ -124,7 +138,7 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
 
 def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
     """stats, applied and forget."""
-    home = invocation.home or PROJECT_HOME
+    home = invocation.home or ""
     if invocation.action == "stats":
         from entrypoints.stats import stats
 

@@ -16,8 +16,8 @@ from entrypoints import report
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from adapters.signals import SignalWatch
-    from entrypoints.args import Invocation
     from entrypoints.console import StreamConsole
+    from entrypoints.invocation import Invocation
 
 
 def stats(invocation: Invocation, home: str, console: StreamConsole, watch: SignalWatch) -> int:

@@ -1,6 +1,6 @@
 """The help text."""
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 USAGE = """\
 usage: runner.py run [OPTIONS] [--] CMD [ARG...]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from domain.errors import UsageError
-from entrypoints.args import DEFAULT_APPLY_COMMAND, FOREVER, SMALLEST, parse, parse_duration
+from entrypoints.args import parse
+from entrypoints.invocation import DEFAULT_APPLY_COMMAND
+from entrypoints.values import FOREVER, SMALLEST, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,120 @@
+"""What a command line can say: the options of each subcommand, and the Invocation they fill."""
+
+from __future__ import annotations
+
+from domain.policy import Policy
+
+DEFAULT_APPLY_COMMAND = "/opt/fixtures/pyops/bin/apply.sh"
+ACTIONS = ("run", "apply", "stats", "applied", "forget")
+
+DURATIONS = {
+    "--timeout": "timeout",
+    "--kill-after": "kill_after",
+    "--backoff": "backoff",
+    "--max-backoff": "max_backoff",
+    "--deadline": "deadline",
+    "--lock-wait": "lock_wait",
+}
+PATHS = {
+    "--home": "home",
+    "--lock": "lock",
+    "--log": "log",
+    "--prometheus": "prometheus",
+}
+VALUED = frozenset(
+    {
+        *DURATIONS,
+        *PATHS,
+        "--retries",
+        "--retry-on",
+        "--since",
+        "--by",
+        "--state",
+        "--namespace",
+        "--connect-timeout",
+        "--lease",
+        "--schema",
+        "--slots",
+        "--signal",
+        "--conflict-exit-code",
+    }
+)
+FLAGS = {
+    "--quiet": "quiet",
+    "-q": "quiet",
+    "--dry-run": "dry_run",
+    "--json": "json",
+    "--foreground": "foreground",
+    "--replay-stdin": "replay_stdin",
+}
+GLOBAL = frozenset({"--home", "--quiet", "-q"})
+"""Options every subcommand takes, also before the subcommand."""
+POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
+PROCESS = frozenset({"--foreground", "--signal", "--replay-stdin"})
+STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
+BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
+ALLOWED = {
+    "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots"},
+    "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run"},
+    "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus"},
+    "applied": GLOBAL | STATE | {"--json"},
+    "forget": GLOBAL | STATE | BUSY | {"--dry-run"},
+}
+"""The options each subcommand takes."""
+
+
+class Invocation:
+    """What the command line asks for."""
+
+    __slots__ = (
+        "action",
+        "by",
+        "cmd",
+        "conflict_exit_code",
+        "connect_timeout",
+        "dry_run",
+        "foreground",
+        "home",
+        "json",
+        "lease",
+        "lock",
+        "log",
+        "name",
+        "namespace",
+        "policy",
+        "prometheus",
+        "quiet",
+        "replay_stdin",
+        "schema",
+        "since",
+        "slots",
+        "state_url",
+        "stop_signal",
+        "topic",
+    )
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        self.cmd: list[str] = []
+        self.name = ""
+        self.policy = Policy()
+        self.home: str | None = None
+        self.lock: str | None = None
+        self.log: str | None = None
+        self.prometheus: str | None = None
+        self.since: float | None = None
+        self.by = "cmd"
+        self.state_url: str | None = None
+        self.namespace = "default"
+        self.schema = "public"
+        self.lease = 30.0
+        self.slots = 1
+        self.connect_timeout = 5.0
+        self.json = False
+        self.quiet = False
+        self.dry_run = False
+        self.foreground = False
+        self.replay_stdin = False
+        self.stop_signal = 15
+        self.conflict_exit_code = 3
+        self.topic: str | None = None

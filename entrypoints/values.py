@@ -1,0 +1,112 @@
+"""Values on the command line: durations, counts, exit codes, signals, names. Pure."""
+
+from __future__ import annotations
+
+import signal
+
+from domain.errors import UsageError
+
+CODE_MAX = 255
+COUNT_MAX = 1_000_000_000
+"""The largest --retries: more attempts than a run could ever make."""
+SLOTS_MAX = 255
+"""The most holders a run --lock may allow at once."""
+LEASE_MAX = 86400.0
+"""Seconds: the longest --lease (the server's keepalive settings must be able to hold it)."""
+SMALLEST = 1e-9
+"""Seconds: a positive duration too small to represent rounds up to this."""
+FOREVER = 100 * 365 * 86400.0
+"""Seconds: a duration too large to represent (or inf) means this, no practical limit."""
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_FLOAT_CHARS = frozenset("0123456789.e+-infty")
+
+
+def check_name(name: str) -> str:
+    """apply's rule for names (loaded only by the subcommands that take one)."""
+    from domain.apply import check_name as check  # noqa: PLC0415 - not on run's path
+
+    return check(name)
+
+
+def parse_duration(text: str, option: str) -> float:
+    """Seconds from `1.5`, `30s`, `5m`, `2h` or `1d`, as coreutils `timeout` reads them.
+
+    A positive value too small to represent rounds up to the smallest (a nanosecond);
+    one too large (or `inf`) means no practical limit (FOREVER); negative, NaN and
+    malformed values are usage errors.
+    """
+    number, scale = (text[:-1], _UNITS[text[-1]]) if text[-1:] in _UNITS else (text, 1.0)
+    try:
+        if not number.isascii() or not number or not _FLOAT_CHARS.issuperset(number.lower()):
+            raise ValueError
+        value = float(number)
+    except ValueError:
+        raise UsageError(f"{option}: invalid duration {text!r} (e.g. 1.5, 30s, 5m, 2h)") from None
+    if not value >= 0:
+        raise UsageError(f"{option}: duration must be zero or more, not {text!r}")
+    seconds = value * scale
+    if seconds == 0 and any(digit in "123456789" for digit in number.lower().partition("e")[0]):
+        return SMALLEST
+    return min(seconds, FOREVER)
+
+
+def parse_count(text: str, option: str) -> int:
+    if not text.isdigit() or not text.isascii():
+        raise UsageError(f"{option}: expected a whole number of zero or more, not {text!r}")
+    if len(text.lstrip("0")) > len(str(COUNT_MAX)) or int(text) > COUNT_MAX:
+        raise UsageError(f"{option}: at most {COUNT_MAX}, not {shown(text)}")
+    return int(text)
+
+
+def is_identifier(text: str) -> bool:
+    """[A-Za-z_][A-Za-z0-9_]{0,62}: a schema name that needs no quoting rules of its own."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+    return (
+        0 < len(text) <= 63
+        and text[0] in letters
+        and all(char in letters or char in "0123456789" for char in text)
+    )
+
+
+def shown(text: str) -> str:
+    """`text` for a message: a long one is cut, with its length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+def parse_codes(text: str, option: str) -> frozenset[int]:
+    """Exit codes from `1,75,124` or ranges `1-3,124`; each 1 to 255, never 126 or 127."""
+    codes: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.partition("-")
+        try:
+            first = parse_count(low, option)
+            last = parse_count(high, option) if dash else first
+        except UsageError:
+            raise UsageError(
+                f"{option}: expected codes like 1,75,124 or 1-3, not {text!r}"
+            ) from None
+        if not 1 <= first <= last <= CODE_MAX:
+            raise UsageError(f"{option}: {part!r} is not a range of exit codes from 1 to 255")
+        codes.update(range(first, last + 1))
+    if codes & {126, 127}:
+        raise UsageError(f"{option}: 126 and 127 (cannot execute, not found) are never retried")
+    return frozenset(codes)
+
+
+def parse_signal(text: str, option: str) -> int:
+    """A signal by name (TERM, SIGTERM, term) or number (15), as timeout's -s reads it."""
+    name = text.upper().removeprefix("SIG")
+    try:
+        number = int(text) if text.isdigit() and text.isascii() else signal.Signals["SIG" + name]
+        return int(signal.Signals(number))
+    except (KeyError, ValueError):
+        raise UsageError(
+            f"{option}: {shown(text)} is not a signal (e.g. TERM, INT, QUIT, 9)"
+        ) from None
+
+
+def parse_exit_code(text: str, option: str) -> int:
+    code = parse_count(text, option)
+    if code > CODE_MAX:
+        raise UsageError(f"{option}: an exit code is 0 to {CODE_MAX}, not {shown(text)}")
+    return code
