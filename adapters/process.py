@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import stat
 import time
 
 from adapters.signals import PASSED_ON
@@ -49,7 +50,12 @@ class PosixProcessRunner:
     `inherit` names descriptors the command keeps, such as the apply lock.
     `guard` is a lock that can be lost: watched in the same wait, and when it is
     lost the command is stopped as on a timeout. `environ` replaces the runner's
-    own environment as the base of the command's.
+    own environment as the base of the command's. `stop_signal` ends a command on
+    timeout or a lost lock (SIGKILL skips the grace). With `foreground`, the command
+    stays in the runner's process group (and terminal), and only the command itself
+    is signalled, as with `timeout --foreground`.
+
+    When stdin is a regular file, every attempt reads it from where the first began.
     """
 
     def __init__(
@@ -59,11 +65,16 @@ class PosixProcessRunner:
         *,
         guard: Guard | None = None,
         environ: Mapping[str, str] | None = None,
+        stop_signal: int = signal.SIGTERM,
+        foreground: bool = False,
     ) -> None:
         self.watch = watch
         self.inherit = inherit
         self.guard = guard
         self.environ = os.environ if environ is None else environ
+        self.stop_signal = stop_signal
+        self.foreground = foreground
+        self.stdin_start = _regular_file_offset(0)
 
     def run(
         self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str] | None = None
@@ -74,9 +85,13 @@ class PosixProcessRunner:
         fds = self.inherit()
         for fd in fds:
             os.set_inheritable(fd, True)
+        if self.stdin_start is not None:
+            os.lseek(0, self.stdin_start, os.SEEK_SET)
         try:
             environment = {**self.environ, **env} if env else self.environ
-            pid = os.posix_spawnp(cmd[0], cmd, environment, setsid=True, setsigdef=RESET_IN_CHILD)
+            pid = os.posix_spawnp(
+                cmd[0], cmd, environment, setsid=not self.foreground, setsigdef=RESET_IN_CHILD
+            )
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
             return Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}")
@@ -85,8 +100,8 @@ class PosixProcessRunner:
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
-        child = _Child(pid, self.watch, timeout, kill_after, self.guard)
-        self.watch.group = pid
+        child = _Child(pid, self, timeout, kill_after)
+        self.watch.group = None if self.foreground else pid
         try:
             return child.wait()
         except BaseException:
@@ -100,12 +115,14 @@ class _Child:
     """One started command: waited for, signalled, and swept up after."""
 
     def __init__(
-        self, pid: int, watch: SignalWatch, timeout: float, kill_after: float, guard: Guard | None
+        self, pid: int, runner: PosixProcessRunner, timeout: float, kill_after: float
     ) -> None:
         self.pid = pid
-        self.watch = watch
+        self.watch = runner.watch
+        self.guard = runner.guard
+        self.stop_signal = runner.stop_signal
+        self.foreground = runner.foreground
         self.kill_after = kill_after
-        self.guard = guard
         self.lost: str | None = None
         now = time.monotonic()
         self.deadline = now + timeout if timeout > 0 else None
@@ -122,7 +139,7 @@ class _Child:
                 self.deadline = None
                 if self.signalled is None and self.lost is None:
                     self.timed_out = True
-                    self._terminate(signal.SIGTERM, now)
+                    self._terminate(self.stop_signal, now)
             guarded = self._check_guard(now)
             self._kill_when_due(now)
             due = guarded.next_due() if guarded else None
@@ -132,7 +149,8 @@ class _Child:
             timeout = None if wake is None else max(0.0, wake - now)
             self._on_signals(self.watch.wait(timeout, guarded.alert_fd() if guarded else None))
             status = self._reap()
-        if self.timed_out or self.signalled is not None or self.lost is not None:
+        ended = self.timed_out or self.signalled is not None or self.lost is not None
+        if ended and not self.foreground:
             self._sweep()
         if self.timed_out:
             rc = int(ExitStatus.TIMEOUT)
@@ -149,7 +167,7 @@ class _Child:
         if self.lost is None:
             return self.guard
         if self.signalled is None and not self.timed_out:
-            self._terminate(signal.SIGTERM, now)
+            self._terminate(self.stop_signal, now)
         return None
 
     def kill_and_reap(self) -> None:
@@ -174,6 +192,9 @@ class _Child:
 
     def _terminate(self, signum: int, now: float) -> None:
         """Ask the group to end; a stopped process is woken so that it can."""
+        if signum == signal.SIGKILL:
+            self._kill()
+            return
         self._signal_group(signum)
         self._signal_group(signal.SIGCONT)
         if self.kill_at is None and self.killed_at is None and self.kill_after > 0:
@@ -190,7 +211,14 @@ class _Child:
             self.killed_at = time.monotonic()
 
     def _signal_group(self, signum: int) -> None:
-        self.watch.signal_group(signum)
+        """The whole group; with --foreground, the command alone (as timeout does)."""
+        if not self.foreground:
+            self.watch.signal_group(signum)
+            return
+        try:
+            os.kill(self.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def _sweep(self) -> None:
         """After the leader ended: wait out the grace, then kill what is left of the group."""
@@ -215,6 +243,16 @@ class _Child:
                 return None
             if pid == self.pid:
                 return status
+
+
+def _regular_file_offset(fd: int) -> int | None:
+    """Where a regular file on `fd` is read from now; None for a pipe, a terminal, none."""
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:
+        pass
+    return None
 
 
 def _group_alive(pgid: int) -> bool:

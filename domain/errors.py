@@ -21,7 +21,7 @@ class ExitStatus(IntEnum):
 class RunnerError(Exception):
     """A reason for the runner to stop, with the exit code it stops with."""
 
-    status = ExitStatus.RUNNER_ERROR
+    status: int = ExitStatus.RUNNER_ERROR
 
 
 class UsageError(RunnerError):
@@ -42,7 +42,7 @@ class OutputError(RunnerError):
 class LockBusy(RunnerError):
     """Another run holds the lock; `holder` says who, when it is known."""
 
-    status = ExitStatus.LOCKED
+    status: int = ExitStatus.LOCKED
 
     def __init__(self, holder: str | None = None) -> None:
         super().__init__("another run in progress" + (f": {holder}" if holder else ""))

@@ -75,12 +75,12 @@ def _help(words: list[str]) -> Invocation:
     return invocation
 
 
-def _unknown(kind: str, word: str, choices: list[str]) -> UsageError:
-    """An unknown word, with the closest known one when there is one."""
+def _unknown(kind: str, word: str, *choices: list[str]) -> UsageError:
+    """An unknown word, with the closest known one when there is one (first choices first)."""
     from difflib import get_close_matches  # noqa: PLC0415 - only on a mistake
 
-    close = get_close_matches(word, choices, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    close = next((m for c in choices for m in get_close_matches(word, c, n=1, cutoff=0.6)), None)
+    hint = f" (did you mean {close}?)" if close else ""
     return UsageError(f"unknown {kind} {word!r}{hint}; see --help")
 
 
@@ -173,7 +173,8 @@ def _take_option(
     option, has_value, value = args[index].partition("=")
     index += 1
     if option not in VALUED and option not in FLAGS and option != "--jitter":
-        raise _unknown("option", option, sorted(allowed))
+        everything = sorted(VALUED | set(FLAGS) | {"--jitter"})
+        raise _unknown("option", option, sorted(allowed), everything)
     if option not in allowed:
         where = invocation.action or "the runner before its subcommand"
         raise UsageError(f"{option} is not an option of {where}")

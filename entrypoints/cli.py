@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from domain.errors import ExitStatus, Interrupted, RunnerError
+from domain.errors import ExitStatus, Interrupted, LockBusy, RunnerError
 from entrypoints.args import parse
 from entrypoints.console import StreamConsole
 
@@ -79,15 +79,20 @@ def _dispatch(
     if invocation.home is None:
         invocation.home = home or state_home(os.environ)
     if invocation.action in ("help", "version"):
-        from entrypoints.usage import USAGE, VERSION
+        from entrypoints.usage import VERSION, page
 
-        text = USAGE.rstrip("\n") if invocation.action == "help" else f"runner.py {VERSION}"
-        console.answer(text)
+        console.answer(
+            page(invocation.topic) if invocation.action == "help" else f"runner {VERSION}"
+        )
         return ExitStatus.OK
     console.quiet = invocation.quiet
-    if invocation.action in ("run", "apply"):
-        return _execute(invocation, watch, console)
-    return _manage(invocation, watch, console)
+    try:
+        if invocation.action in ("run", "apply"):
+            return _execute(invocation, watch, console)
+        return _manage(invocation, watch, console)
+    except LockBusy as busy:
+        busy.status = invocation.conflict_exit_code
+        raise
 
 
 def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
@@ -103,11 +108,17 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         from entrypoints.backends import open_backend
 
         backend = open_backend(invocation, home, watch)
+    if invocation.replay_stdin and not invocation.dry_run:
+        from adapters.stdin import keep_stdin
+
+        keep_stdin(watch)
     processes = PosixProcessRunner(
         watch,
         inherit=tuple if backend is None else backend.lock.fds,
         guard=None if backend is None else backend.guard,
         environ=None if backend is None else backend.environ,
+        stop_signal=invocation.stop_signal,
+        foreground=invocation.foreground,
     )
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()

@@ -1,61 +1,252 @@
-"""The help text."""
+"""The help text: one page per subcommand, from one table of options (loaded only for help)."""
+
+from __future__ import annotations
+
+from entrypoints.invocation import ACTIONS, ALLOWED
 
 VERSION = "0.3.0"
 
-USAGE = """\
-usage: runner.py run [OPTIONS] [--] CMD [ARG...]
-       runner.py apply [OPTIONS] [--dry-run] NAME [-- CMD [ARG...]]
-       runner.py stats [--log FILE] [--since DURATION] [--by cmd|name] [--json]
-                       [--prometheus FILE]
-       runner.py applied [--json]
-       runner.py forget [--dry-run] NAME
+SUBCOMMANDS = {
+    "run": (
+        "run [OPTIONS] [--] CMD [ARG...]",
+        "Run CMD (never through a shell): end it when it hangs, retry it when it fails,\n"
+        "and exit with its code. Each attempt is one line of <home>/runs.jsonl.",
+    ),
+    "apply": (
+        "apply [OPTIONS] [--dry-run] NAME [-- CMD [ARG...]]",
+        "Apply NAME once: under a lock, skip it if marked, else run the command and mark\n"
+        "it on success. The command is $RUNNER_APPLY_COMMAND NAME (default:\n"
+        "/opt/fixtures/pyops/bin/apply.sh NAME) unless one follows --.\n"
+        "NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.",
+    ),
+    "stats": (
+        "stats [OPTIONS]",
+        "Summarize the attempt log: one row per command (or apply name).",
+    ),
+    "applied": ("applied [OPTIONS]", "List what has been applied."),
+    "forget": (
+        "forget [OPTIONS] NAME",
+        "Forget that NAME was applied, under apply's lock, so that it runs again.",
+    ),
+}
 
-Run an external command safely: ended when it hangs, retried with exponential
-backoff when it fails, applied once when it must not run twice.
+SUMMARIES = {
+    "run": "run a command: timeout, retries with backoff, signals passed on",
+    "apply": "apply a named step once, under a lock, marked on success",
+    "stats": "summarize the attempt log (a table, JSON, or Prometheus text)",
+    "applied": "list what has been applied",
+    "forget": "forget a step, so that its next apply runs again",
+}
 
-run and apply options:
-  --timeout DURATION     end an attempt after this long: SIGTERM to its process
-                         group, exit 124 (default 0: no limit)
-  --kill-after DURATION  SIGKILL the group this long after SIGTERM (default 10s)
-  --retries N            try again up to N more times on failure (default 0)
-  --backoff DURATION     wait backoff * 2**(attempt-1) before each retry (default 1s)
-  --retry-on CODES       retry only these exit codes, e.g. 1,75,124 or 1-3,124
-                         (default: every failure but 126 and 127)
-  --max-backoff DURATION no single wait is longer than this (default 0: no cap)
-  --jitter               wait a random time between 0 and the capped backoff
-  --deadline DURATION    a budget for the whole run, waits included (default 0: none)
-  --lock FILE            run only: hold an exclusive flock on FILE, or exit 3;
-                         with a state URL, a lock NAME held in PostgreSQL
-  --slots N              run --lock: at most N holders at once (default 1)
-  --lock-wait DURATION   wait this long for a busy lock before exit 3 (default 0)
-  --dry-run              apply, forget: say what would be done; change nothing
+OPTIONS = {
+    "--timeout": (
+        "DURATION",
+        "end an attempt after this long: the --signal to its process group, exit 124",
+        "0, no limit",
+    ),
+    "--kill-after": (
+        "DURATION",
+        "SIGKILL this long after the --signal, if still running",
+        "10s",
+    ),
+    "--signal": (
+        "SIG",
+        "the signal sent on timeout or a lost lock, by name or number; KILL skips the grace",
+        "TERM",
+    ),
+    "--foreground": (
+        "",
+        (
+            "keep the command in the runner's process group and terminal (sudo, ssh and git can "
+            "prompt; Ctrl-C and Ctrl-Z reach it); on timeout only the command itself is signalled"
+        ),
+        "off",
+    ),
+    "--retries": (
+        "N",
+        "try again up to N more times on failure",
+        "0",
+    ),
+    "--backoff": (
+        "DURATION",
+        "wait backoff * 2**(attempt-1) before each retry",
+        "1s",
+    ),
+    "--retry-on": (
+        "CODES",
+        "retry only these exit codes, e.g. 1,75,124 or 1-3,124",
+        "every failure but 126 and 127",
+    ),
+    "--max-backoff": (
+        "DURATION",
+        "no single wait is longer than this",
+        "0, no cap",
+    ),
+    "--jitter": (
+        "",
+        "wait a random time between 0 and the capped backoff",
+        "off",
+    ),
+    "--deadline": (
+        "DURATION",
+        "a budget for the whole run, waits included",
+        "0, none",
+    ),
+    "--replay-stdin": (
+        "",
+        (
+            "keep piped stdin in a private temporary file, so every attempt reads the same bytes "
+            "(a regular file is re-read from its start anyway)"
+        ),
+        "off: a pipe is read once",
+    ),
+    "--lock": (
+        "FILE|NAME",
+        (
+            "run only as the holder of an exclusive flock on FILE; with a state URL, of the lock "
+            "NAME in PostgreSQL"
+        ),
+        "none",
+    ),
+    "--slots": (
+        "N",
+        "with --lock: at most N holders at once",
+        "1",
+    ),
+    "--lock-wait": (
+        "DURATION",
+        "wait this long, queued, for a busy lock",
+        "0",
+    ),
+    "--conflict-exit-code": (
+        "N",
+        "the exit code when another run holds the lock",
+        "3",
+    ),
+    "--dry-run": (
+        "",
+        "say what would be done; change nothing",
+        "off",
+    ),
+    "--state": (
+        "URL",
+        "keep the lock (and markers) in PostgreSQL: postgresql://user@host:port/db",
+        "$RUNNER_STATE_URL, else the state folder",
+    ),
+    "--namespace": (
+        "NS",
+        "which locks, tokens and markers in PostgreSQL",
+        "default",
+    ),
+    "--schema": (
+        "NAME",
+        "the PostgreSQL schema of the runner's tables",
+        "public",
+    ),
+    "--lease": (
+        "DURATION",
+        "a silent server is a lost lock after this long",
+        "30s",
+    ),
+    "--connect-timeout": (
+        "DURATION",
+        "give up connecting to PostgreSQL after this long",
+        "5s",
+    ),
+    "--log": (
+        "FILE",
+        "the attempt log to read",
+        "<home>/runs.jsonl",
+    ),
+    "--since": (
+        "DURATION",
+        "only runs that started this long ago or later",
+        "all",
+    ),
+    "--by": (
+        "cmd|name",
+        "one row per command or per apply name",
+        "cmd",
+    ),
+    "--json": (
+        "",
+        "print one JSON document instead of a table",
+        "off",
+    ),
+    "--prometheus": (
+        "FILE",
+        "write the figures for node_exporter's textfile collector",
+        "none",
+    ),
+    "--home": (
+        "DIR",
+        "keep state/ and runs.jsonl in DIR",
+        (
+            "$RUNNER_HOME, else runner.py's folder (installed: $XDG_STATE_HOME/runner or "
+            "~/.local/state/runner)"
+        ),
+    ),
+    "--quiet": (
+        "",
+        "print errors only (also -q)",
+        "off",
+    ),
+}
 
-stats options:
-  --log FILE             the attempt log to read (default: <home>/runs.jsonl)
-  --since DURATION       only runs that started this long ago or later
-  --by cmd|name          one row per command (default) or per apply name
-  --json                 print one JSON document instead of a table (also applied)
-  --prometheus FILE      write the figures for node_exporter's textfile collector
-
-state in PostgreSQL (run, apply, applied, forget):
-  --state URL            postgresql://user@host:port/db (default: $RUNNER_STATE_URL)
-  --namespace NS         which locks, tokens and markers (default: default)
-  --schema NAME          the schema of the runner's tables (default: public)
-  --lease DURATION       a silent server is a lost lock after this long (default 30s)
-  --connect-timeout DURATION  give up connecting after this long (default 5s)
-
-every subcommand:
-  --home DIR             keep state/ and runs.jsonl in DIR (default: $RUNNER_HOME,
-                         else the folder of runner.py)
-  -q, --quiet            print errors only
-  -h, --help             show this help; --version shows the version
-
+FOOTER = """\
 DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit,
 as does inf.
-apply runs $RUNNER_APPLY_COMMAND NAME (default: /opt/fixtures/pyops/bin/apply.sh NAME)
-unless a command follows --. NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
-
 exit: the command's code; apply: 0 applied or already applied, 1 failed;
 3 another run holds the lock; 124 timeout; 125 runner error; 126 cannot execute;
-127 not found; 128+N ended by signal N.
-"""
+127 not found; 128+N ended by signal N."""
+
+WIDTH = 78
+
+
+def options_of(action: str) -> list[str]:
+    """The options `action` takes, in the table's order (-q is --quiet's short form)."""
+    return [option for option in OPTIONS if option in ALLOWED[action]]
+
+
+def page(topic: str | None) -> str:
+    """The help of one subcommand, or the overview."""
+    if topic is None:
+        return _overview()
+    synopsis, description = SUBCOMMANDS[topic]
+    lines = [f"usage: runner.py {synopsis}", "", description, "", "options:"]
+    for option in options_of(topic):
+        lines += _option(option)
+    lines += ["  -h, --help", "", FOOTER]
+    return "\n".join(lines)
+
+
+def _overview() -> str:
+    lines = ["usage: runner.py [--home DIR] [-q] SUBCOMMAND [OPTIONS] ...", ""]
+    lines += [
+        "Run an external command safely: ended when it hangs, retried with exponential",
+        "backoff when it fails, applied once when it must not run twice.",
+        "",
+        "subcommands:",
+    ]
+    for action in ACTIONS:
+        lines.append(f"  {action:<9}{SUMMARIES[action]}")
+    lines += ["", "every subcommand:"]
+    for option in ("--home", "--quiet"):
+        lines += _option(option)
+    lines += [
+        "  -h, --help     this page; runner.py help SUBCOMMAND or SUBCOMMAND --help for one",
+        "  -V, --version  the version",
+        "",
+        FOOTER,
+    ]
+    return "\n".join(lines)
+
+
+def _option(option: str) -> list[str]:
+    """`  --opt METAVAR` and its text, wrapped, ending with its default."""
+    import textwrap  # noqa: PLC0415 - only for help
+
+    metavar, text, default = OPTIONS[option]
+    head = f"  {option} {metavar}".rstrip()
+    body = textwrap.wrap(f"{text} (default: {default})", WIDTH - 6)
+    return [head] + ["      " + line for line in body]

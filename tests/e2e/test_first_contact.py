@@ -1,0 +1,179 @@
+"""First contact: old interpreters, a lone runner.py, the zipapp, help, and the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from entrypoints.invocation import ACTIONS, ALLOWED
+from tests.e2e.conftest import RUNNER, Lab
+from tests.procs import ROOT
+
+OLD = sorted(Path.home().glob(".pyenv/versions/[23].*/bin/python"))
+
+
+def _version(python: Path) -> tuple[int, ...]:
+    return tuple(int(part) for part in python.parent.parent.name.split(".")[:2])
+
+
+OLD_PYTHONS = [python for python in OLD if _version(python) < (3, 10)]
+
+
+@pytest.mark.skipif(not OLD_PYTHONS, reason="no Python older than 3.10 on this machine")
+@pytest.mark.parametrize("python", OLD_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_an_old_python_gets_one_line_and_125(lab: Lab, python: Path) -> None:
+    """Regression: 3.8 and 3.9 said 'internal error: TypeError'; 2.7 could not even parse it."""
+    for target in (RUNNER, str(zipapp(lab.tmp))):
+        result = subprocess.run(
+            [str(python), target, "run", "--", "true"], capture_output=True, check=False
+        )
+        assert result.returncode == 125
+        version = python.parent.parent.name
+        assert result.stderr.decode() == (
+            f"runner: error: runner.py needs Python 3.10 or later (this is {version})\n"
+        )
+
+
+def test_a_lone_runner_py_says_what_is_missing(tmp_path: Path) -> None:
+    """Regression: copying only runner.py gave a traceback."""
+    shutil.copy(RUNNER, tmp_path / "runner.py")
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "runner.py"), "run", "--", "true"],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 125
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert "needs its folders domain/, adapters/, entrypoints/ beside it" in lines[0]
+    assert "pipx install" in lines[0]
+    assert "runner.pyz" in lines[0]
+
+
+def test_a_lone_runner_py_is_not_fooled_by_an_installed_entrypoints_package(
+    tmp_path: Path,
+) -> None:
+    """An `entrypoints` module elsewhere on the path is never taken for the runner's own."""
+    shutil.copy(RUNNER, tmp_path / "runner.py")
+    decoy = tmp_path / "site"
+    (decoy / "entrypoints").mkdir(parents=True)
+    (decoy / "entrypoints" / "__init__.py").write_text("raise SystemExit('decoy imported')\n")
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "runner.py"), "run", "--", "true"],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(decoy)},
+    )
+    assert result.returncode == 125
+    assert b"decoy" not in result.stderr
+
+
+def zipapp(folder: Path) -> Path:
+    """Build the zipapp into `folder` (once per folder)."""
+    target = folder / "runner.pyz"
+    if not target.exists():
+        builder = os.path.join(ROOT, "packaging", "build_zipapp.py")
+        subprocess.run([sys.executable, builder, str(target)], check=True)
+    return target
+
+
+def test_the_zipapp_is_the_same_bytes_every_time_and_runs_anywhere(tmp_path: Path) -> None:
+    """make dist twice: the same bytes. Run from elsewhere, its home is the user's state folder."""
+    first, second = zipapp(tmp_path / "a"), zipapp(tmp_path / "b")
+    assert (
+        hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()
+    )
+    state = tmp_path / "xdg"
+    env = {k: v for k, v in os.environ.items() if k != "RUNNER_HOME"}
+    env["XDG_STATE_HOME"] = str(state)
+    result = subprocess.run(
+        [sys.executable, str(first), "run", "--", "sh", "-c", "echo zipped"],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, b"zipped\n")
+    assert (state / "runner" / "runs.jsonl").exists()
+    assert sorted(p.name for p in first.parent.iterdir()) == ["runner.pyz"]
+    direct = subprocess.run([str(first), "--version"], capture_output=True, check=False, env=env)
+    assert direct.stdout.startswith(b"runner ")
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
+    """The XDG rule: a relative $XDG_STATE_HOME is not used; ~/.local/state is."""
+    env = {k: v for k, v in os.environ.items() if k != "RUNNER_HOME"}
+    env.update(XDG_STATE_HOME="relative/state", HOME=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, str(zipapp(tmp_path)), "run", "--", "true"],
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert (tmp_path / ".local" / "state" / "runner" / "runs.jsonl").exists()
+    assert not (tmp_path / "relative").exists()
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_each_subcommand_has_its_own_help_listing_every_option(lab: Lab, action: str) -> None:
+    """Regression: every --help printed one page that left out --state and others."""
+    asked = lab.run(action, "--help")
+    assert asked.returncode == 0
+    assert lab.run("help", action).stdout == asked.stdout
+    text = asked.stdout.decode()
+    assert text.startswith(f"usage: runner.py {action}")
+    for option in ALLOWED[action] - {"-q"}:
+        assert f"\n  {option}" in text, option
+    assert "(default: " in text
+    if action in ("run", "apply", "forget", "applied"):
+        assert "$RUNNER_STATE_URL" in text
+    assert "$RUNNER_HOME" in text
+    if action == "apply":
+        assert "$RUNNER_APPLY_COMMAND" in text
+
+
+def test_the_overview_lists_the_subcommands_and_v_is_version(lab: Lab) -> None:
+    """--help lists every subcommand; -V is --version."""
+    text = lab.run("--help").stdout.decode()
+    for action in ACTIONS:
+        assert f"\n  {action} " in text
+    assert lab.run("-V").stdout == lab.run("--version").stdout
+    assert lab.run("-V").stdout.startswith(b"runner 0.")
+
+
+def test_global_options_work_before_the_subcommand(lab: Lab) -> None:
+    """--home and -q before `run`, as after it."""
+    home = lab.tmp / "elsewhere"
+    result = lab.run(
+        "--home", str(home), "-q", "run", "--retries", "1", "--backoff", "0", "--", "false"
+    )
+    assert (result.returncode, result.stderr) == (1, b"")
+    assert len((home / "runs.jsonl").read_text().splitlines()) == 2
+    wrong = lab.run("--timeout", "3", "run", "--", "true")
+    assert wrong.returncode == 125
+    assert b"--timeout is not an option of the runner before its subcommand" in wrong.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["run", "--timout", "3", "--", "true"], b"did you mean --timeout?"),
+        (["aply", "db"], b"did you mean apply?"),
+        (["apply", "--dry-rn", "db"], b"did you mean --dry-run?"),
+        (["--hme", "x", "run", "true"], b"did you mean --home?"),
+        (["help", "stat"], b"did you mean stats?"),
+    ],
+)
+def test_a_near_miss_gets_a_did_you_mean(lab: Lab, args: list[str], hint: bytes) -> None:
+    """An unknown option or subcommand close to a real one names it."""
+    result = lab.run(*args)
+    assert result.returncode == 125
+    assert hint in result.stderr
+    assert len(result.stderr.splitlines()) == 1

@@ -1,0 +1,208 @@
+"""What users of coreutils `timeout` and util-linux `flock` reach for, with real processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import RUNNER, Lab
+from tests.procs import lock_held_elsewhere, read_pid, wait_for
+
+ONLY_INT = (
+    'trap "echo clean-exit; exit 0" INT; trap "" TERM; echo $$ > {pid}; '
+    "while :; do sleep 0.02; done"
+)
+
+
+def test_signal_chooses_what_a_timeout_sends(lab: Lab) -> None:
+    """--signal INT: a program that shuts down cleanly only on INT does so; rc is still 124."""
+    pidfile = str(lab.tmp / "pid")
+    result = lab.run(
+        "run", "--timeout", "0.3", "--signal", "INT", "--", "sh", "-c", ONLY_INT.format(pid=pidfile)
+    )
+    assert result.returncode == 124
+    assert result.stdout == b"clean-exit\n"
+
+
+@pytest.mark.parametrize("name", ["KILL", "SIGKILL", "9", "kill"])
+def test_signal_kill_skips_the_grace(lab: Lab, name: str) -> None:
+    """--signal KILL: no wait for --kill-after, even for a command that ignores TERM."""
+    pidfile = str(lab.tmp / "pid")
+    runner = lab.start(
+        "run",
+        "--timeout",
+        "0.3",
+        "--kill-after",
+        "60",
+        "--signal",
+        name,
+        "--",
+        "sh",
+        "-c",
+        ONLY_INT.format(pid=pidfile),
+    )
+    assert runner.wait(timeout=20) == 124
+
+
+@pytest.mark.parametrize("value", ["BOGUS", "0", "65", "-1", ""])
+def test_a_bad_signal_is_a_usage_error(lab: Lab, value: str) -> None:
+    result = lab.run("run", "--signal", value, "--", "true")
+    assert result.returncode == 125
+    assert result.stderr.startswith(b"runner: error: --signal")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["apply", "db", "--", "true"], ["forget", "db"], ["run", "--lock", "LOCK", "--", "true"]],
+)
+@pytest.mark.parametrize("code", ["0", "75"])
+def test_conflict_exit_code_is_the_exit_of_a_busy_lock(
+    lab: Lab, args: list[str], code: str
+) -> None:
+    """flock -E: the code for 'another run holds the lock', for apply, forget and run --lock."""
+    lab.state.mkdir()
+    path = str(lab.tmp / "job.lock") if "run" in args else str(lab.state / "lock")
+    args = [path if word == "LOCK" else word for word in args]
+    with lock_held_elsewhere(path):
+        result = lab.run(args[0], "--conflict-exit-code", code, *args[1:])
+    assert result.returncode == int(code)
+    assert b"another run in progress" in result.stderr
+
+
+def test_each_attempt_reads_a_regular_stdin_from_the_start(lab: Lab) -> None:
+    """stdin < file: every retry reads the same bytes, not what the first left."""
+    data = lab.tmp / "input"
+    data.write_bytes(b"line one\nline two\n")
+    out = lab.tmp / "out"
+    runner = [sys.executable, RUNNER, "run", "--retries", "2", "--backoff", "0"]
+    with data.open("rb") as stdin:
+        os.lseek(stdin.fileno(), 5, os.SEEK_SET)
+        result = subprocess.run(
+            [*runner, "--", "sh", "-c", f"cat >> {out}; exit 1"],
+            stdin=stdin,
+            env=lab.env,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert out.read_bytes() == b"one\nline two\n" * 3
+
+
+@pytest.mark.parametrize(("replay", "copies"), [(True, 3), (False, 1)])
+def test_replay_stdin_gives_every_attempt_the_piped_bytes(
+    lab: Lab, replay: bool, copies: int
+) -> None:
+    """--replay-stdin keeps a pipe's bytes for every attempt; without it a pipe is read once."""
+    out = lab.tmp / "out"
+    options = ["--replay-stdin"] if replay else []
+    result = lab.run(
+        "run",
+        *options,
+        "--retries",
+        "2",
+        "--backoff",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        f"cat >> {out}; exit 1",
+        stdin=b"payload\x00\xff\n" * 1000,
+    )
+    assert result.returncode == 1
+    assert out.read_bytes() == b"payload\x00\xff\n" * 1000 * copies
+
+
+def test_replay_stdin_keeps_nothing_behind(lab: Lab) -> None:
+    """The kept copy is unlinked from the start: nothing named runner-stdin is left in TMPDIR."""
+    tmp = lab.tmp / "tmpdir"
+    tmp.mkdir()
+    result = lab.run(
+        "run",
+        "--replay-stdin",
+        "--",
+        "sh",
+        "-c",
+        "ls -la /proc/self/fd/0 >&2; cat >/dev/null",
+        stdin=b"x" * 100,
+        env={"TMPDIR": str(tmp)},
+    )
+    assert result.returncode == 0
+    assert list(tmp.iterdir()) == []
+    assert b"(deleted)" in result.stderr
+
+
+SCRIPT = shutil.which("script")
+
+
+def in_a_terminal(
+    lab: Lab, command: str, *, keys: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a shell command line under a real pseudo-terminal (util-linux `script`)."""
+    assert SCRIPT is not None
+    return subprocess.run(
+        [SCRIPT, "-qec", command, "/dev/null"],
+        input=keys,
+        capture_output=True,
+        env=lab.env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(SCRIPT is None, reason="util-linux script is not installed")
+def test_foreground_keeps_the_terminal_for_the_command(lab: Lab) -> None:
+    """--foreground: the command can open /dev/tty (sudo, ssh and git prompt there)."""
+    probe = "sh -c 'echo from-tty > /dev/tty'"
+    base = f"{sys.executable} {RUNNER} run"
+    kept = in_a_terminal(lab, f"{base} --foreground -- {probe}")
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert b"from-tty" in kept.stdout
+    detached = in_a_terminal(lab, f"{base} -- {probe}")
+    assert detached.returncode != 0
+
+
+@pytest.mark.skipif(SCRIPT is None, reason="util-linux script is not installed")
+def test_foreground_ctrl_c_reaches_the_command_from_the_terminal(lab: Lab) -> None:
+    """Ctrl-C typed at the terminal reaches the command directly, in the terminal's group."""
+    ready = lab.tmp / "ready"
+    command = (
+        f"sh -c 'trap \"echo got-int; exit 7\" INT; touch {ready}; while :; do sleep 0.02; done'"
+    )
+    assert SCRIPT is not None
+    terminal = subprocess.Popen(
+        [SCRIPT, "-qec", f"{sys.executable} {RUNNER} run --foreground -- {command}", "/dev/null"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=lab.env,
+    )
+    wait_for(ready.exists, what="the command to start")
+    assert terminal.stdin is not None
+    terminal.stdin.write(b"\x03")
+    terminal.stdin.flush()
+    out, _ = terminal.communicate(timeout=30)
+    assert b"got-int" in out
+
+
+def test_foreground_signals_the_command_alone_on_timeout(lab: Lab) -> None:
+    """As with timeout --foreground: the command's children are not timed out."""
+    pidfile = str(lab.tmp / "pid")
+    result = lab.run(
+        "run",
+        "--foreground",
+        "--timeout",
+        "0.3",
+        "--",
+        "sh",
+        "-c",
+        f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; wait",
+    )
+    assert result.returncode == 124
+    child = read_pid(pidfile)
+    try:
+        os.kill(child, 0)
+    finally:
+        os.kill(child, signal.SIGKILL)
