@@ -58,27 +58,58 @@ class LogSummary:
         self.lines = lines
         self.malformed = malformed
 
+    def merge(self, later: LogSummary) -> None:
+        """Fold in a summary of what follows in the log (or in a later log)."""
+        self.summary.merge(later.summary)
+        self.lines += later.lines
+        self.malformed += later.malformed
 
-def summarize(
-    path: str, by: str, since: float | None, watch: SignalWatch, workers: int | None = None
-) -> LogSummary:
-    """Summarize the log at `path`, grouping runs by "cmd" or "name"; raises OSError.
 
-    A signal that ends the run raises Interrupted between two batches.
-    """
-    size = os.stat(path).st_size
-    workers = min(workers or os.cpu_count() or 1, 32)
-
+def _checker(watch: SignalWatch) -> Callable[[], None]:
     def interrupted() -> None:
         signum = ending(watch.pending())
         if signum is not None:
             raise Interrupted(signum)
 
-    if workers == 1 or size < PARALLEL_FROM:
-        return summarize_range(path, 0, size, by, since, interrupted)
+    return interrupted
+
+
+def whole_lines_end(path: str) -> int:
+    """The offset just past the last newline of the file: a line still being written waits."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            handle.seek(start)
+            cut = handle.read(end - start).rfind(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            end = start
+    return 0
+
+
+def summarize(
+    path: str,
+    by: str,
+    since: float | None,
+    watch: SignalWatch,
+    workers: int | None = None,
+    start: int = 0,
+    end: int | None = None,
+) -> LogSummary:
+    """Summarize [start, end) of the log at `path` (to its end by default), grouping runs by
+    "cmd" or "name"; raises OSError. A large range is read by one process per core.
+
+    A signal that ends the run raises Interrupted between two batches.
+    """
+    end = os.stat(path).st_size if end is None else end
+    workers = min(workers or os.cpu_count() or 1, 32)
+    interrupted = _checker(watch)
+    if workers == 1 or end - start < PARALLEL_FROM:
+        return summarize_range(path, start, end, by, since, interrupted)
     from adapters.workers import fork_map
 
-    spans = list(pairwise(_split(path, size, workers * PIECES_PER_WORKER)))
+    spans = list(pairwise(_split(path, start, end, workers * PIECES_PER_WORKER)))
 
     def piece(number: int, check: Callable[[], None]) -> LogSummary:
         start, end = spans[number]
@@ -87,20 +118,18 @@ def summarize(
     parts = fork_map(piece, len(spans), workers, watch)
     total = parts[0]
     for part in parts[1:]:
-        total.summary.merge(part.summary)
-        total.lines += part.lines
-        total.malformed += part.malformed
+        total.merge(part)
     return total
 
 
-def _split(path: str, size: int, parts: int) -> list[int]:
-    """Byte offsets that cut the file into `parts` pieces at line boundaries."""
-    bounds = [0]
+def _split(path: str, start: int, end: int, parts: int) -> list[int]:
+    """Byte offsets that cut [start, end) of the file into `parts` pieces at line boundaries."""
+    bounds = [start]
     with open(path, "rb") as handle:
         for n in range(1, parts):
-            handle.seek(max(bounds[-1], size * n // parts))
-            bounds.append(min(_next_line(handle), size))
-    bounds.append(size)
+            handle.seek(max(bounds[-1], start + (end - start) * n // parts))
+            bounds.append(min(_next_line(handle), end))
+    bounds.append(end)
     return sorted(set(bounds))
 
 
@@ -125,29 +154,50 @@ def summarize_range(
 
     `check` is called between two batches (it may raise to stop the work).
     """
-    reader = _Reader(Summary(since), by)
     with open(path, "rb") as handle:
-        for lines, overlong in _batches(handle, start, end):
-            check()
-            reader.lines += overlong
-            reader.malformed += overlong
-            if lines:
-                reader.feed(lines)
+        handle.seek(start)
+        return _read(handle, end - start, by, since, check)
+
+
+def summarize_stream(
+    handle: BinaryIO, by: str, since: float | None, watch: SignalWatch, skip: int = 0
+) -> LogSummary:
+    """Summarize a log read as a stream (stdin, a gzip-compressed rotated log) after `skip`
+    bytes, one batch at a time in one process."""
+    while skip > 0:
+        block = handle.read(min(skip, BATCH_BYTES))
+        if not block:
+            break
+        skip -= len(block)
+    return _read(handle, None, by, since, _checker(watch))
+
+
+def _read(
+    handle: BinaryIO, limit: int | None, by: str, since: float | None, check: Callable[[], None]
+) -> LogSummary:
+    reader = _Reader(Summary(since), by)
+    for lines, overlong in _batches(handle, limit):
+        check()
+        reader.lines += overlong
+        reader.malformed += overlong
+        if lines:
+            reader.feed(lines)
     return LogSummary(reader.summary, reader.lines, reader.malformed)
 
 
-def _batches(handle: BinaryIO, start: int, end: int) -> Iterator[tuple[list[bytes], int]]:
-    """Lists of whole lines (without their newline) in [start, end), with how many lines
-    were too long to keep; memory stays within BATCH_BYTES + MAX_LINE_BYTES."""
-    handle.seek(start)
-    remaining = end - start
+def _batches(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
+    """Lists of whole lines (without their newline) in the next `limit` bytes (None: to the
+    end), with how many lines were too long to keep; memory stays within BATCH_BYTES +
+    MAX_LINE_BYTES."""
+    remaining = limit
     carry = b""
     skipping = False
-    while remaining > 0:
-        block = handle.read(min(BATCH_BYTES, remaining))
+    while remaining is None or remaining > 0:
+        block = handle.read(BATCH_BYTES if remaining is None else min(BATCH_BYTES, remaining))
         if not block:
             break
-        remaining -= len(block)
+        if remaining is not None:
+            remaining -= len(block)
         if skipping:
             cut = block.find(b"\n")
             if cut < 0:

@@ -214,7 +214,11 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError(f"--by: expected cmd or name, not {value!r}")
         invocation.by = value
     elif not value:
-        raise UsageError(f"{option} needs a path")
+        raise UsageError(
+            f"{option} needs a path" + (" (or - for stdin)" if option == "--log" else "")
+        )
+    elif option == "--log":
+        invocation.logs.append(value)
     else:
         setattr(invocation, PATHS[option], value)
 

@@ -161,7 +161,7 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
     assert backend.markers is not None
     try:
         if invocation.action == "applied":
-            from entrypoints.stats import applied
+            from entrypoints.applied import applied
 
             return applied(backend.markers.entries(), invocation.json, console)
 

@@ -18,7 +18,6 @@ DURATIONS = {
 PATHS = {
     "--home": "home",
     "--lock": "lock",
-    "--log": "log",
     "--prometheus": "prometheus",
 }
 VALUED = frozenset(
@@ -28,6 +27,7 @@ VALUED = frozenset(
         "--retries",
         "--retry-on",
         "--since",
+        "--log",
         "--by",
         "--state",
         "--namespace",
@@ -78,7 +78,7 @@ class Invocation:
         "json",
         "lease",
         "lock",
-        "log",
+        "logs",
         "name",
         "namespace",
         "policy",
@@ -100,7 +100,7 @@ class Invocation:
         self.policy = Policy()
         self.home: str | None = None
         self.lock: str | None = None
-        self.log: str | None = None
+        self.logs: list[str] = []
         self.prometheus: str | None = None
         self.since: float | None = None
         self.by = "cmd"

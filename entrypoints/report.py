@@ -1,8 +1,9 @@
-"""What `stats` prints: a table that fits the terminal, a JSON document, Prometheus text."""
+"""What `stats` prints: a table that fits the terminal, or a JSON document.
+
+Both are views over the same aggregates (the Prometheus view is `prometheus.py`).
+"""
 
 from __future__ import annotations
-
-import time
 
 from adapters.jsonl import iso8601
 
@@ -10,7 +11,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from domain.stats import Aggregate
 
-OUTCOMES = ("success", "failure", "timeout", "signal")
+STRIP = {"success": ".", "failure": "x", "timeout": "T", "signal": "!"}
+"""The history strip's cells, one per recent run, oldest first, in plain characters."""
+COLOURS = {"success": "32", "failure": "31", "timeout": "33", "signal": "35"}
 
 
 def ordered(groups: dict[str, Aggregate]) -> list[tuple[str, Aggregate]]:
@@ -22,7 +25,9 @@ def document(groups: dict[str, Aggregate], by: str) -> list[dict[str, object]]:
     """The figures of each group as plain values (seconds, ISO 8601 times)."""
     rows: list[dict[str, object]] = []
     for key, group in ordered(groups):
-        hist = group.durations
+        if not group.runs:
+            continue
+        hist, attempts = group.durations, group.attempt_durations
         rows.append(
             {
                 by: key,
@@ -32,17 +37,31 @@ def document(groups: dict[str, Aggregate], by: str) -> list[dict[str, object]]:
                 "timed_out": group.outcomes["timeout"],
                 "signalled": group.outcomes["signal"],
                 "success_rate": round(group.outcomes["success"] / group.runs, 4),
+                "exit_codes": {str(rc): n for rc, n in sorted(group.codes.items())},
+                "attempts": attempts.count,
+                "attempts_timed_out": group.attempt_outcomes["timeout"],
                 "attempts_mean": round(group.attempts / group.runs, 3),
                 "attempts_max": group.attempts_max,
                 "retried_runs": group.retried,
-                "duration_p50_s": round(hist.quantile(0.5) / 1000, 3),
-                "duration_p95_s": round(hist.quantile(0.95) / 1000, 3),
-                "duration_max_s": round(hist.maximum / 1000, 3),
+                "duration_p50_s": _seconds(hist.quantile(0.5)),
+                "duration_p95_s": _seconds(hist.quantile(0.95)),
+                "duration_p99_s": _seconds(hist.quantile(0.99)),
+                "duration_max_s": _seconds(hist.maximum),
+                "attempt_p50_s": _seconds(attempts.quantile(0.5)),
+                "attempt_p95_s": _seconds(attempts.quantile(0.95)),
+                "attempt_p99_s": _seconds(attempts.quantile(0.99)),
                 "last_run": _iso(group.last_run),
+                "last_rc": group.last_rc,
                 "last_success": _iso(group.last_success),
+                "last_failure": _iso(group.last_failure),
+                "history": [outcome for _, outcome in group.recent],
             }
         )
     return rows
+
+
+def _seconds(milliseconds: float) -> float:
+    return round(milliseconds / 1000, 3)
 
 
 COLUMNS = (
@@ -52,35 +71,45 @@ COLUMNS = (
     ("timed_out", "TIMEOUT"),
     ("signalled", "SIGNAL"),
     ("success_rate", "OK%"),
-    ("attempts", "ATTEMPTS"),
+    ("attempts_mean", "ATTEMPTS"),
     ("retried_runs", "RETRIED"),
     ("duration_p50_s", "P50"),
     ("duration_p95_s", "P95"),
+    ("duration_p99_s", "P99"),
+    ("attempt_p95_s", "ATT P95"),
     ("duration_max_s", "MAX"),
     ("last_run", "LAST RUN"),
     ("last_success", "LAST OK"),
+    ("last_failure", "LAST FAIL"),
+    ("exit_codes", "CODES"),
+    ("history", "HISTORY"),
 )
 
 
 DROP_FIRST = (
+    "exit_codes",
     "last_success",
     "last_run",
+    "attempt_p95_s",
     "duration_max_s",
+    "duration_p99_s",
     "signalled",
     "timed_out",
     "retried_runs",
     "duration_p95_s",
-    "attempts",
+    "last_failure",
+    "attempts_mean",
 )
 """Columns given up, in this order, when the terminal is too narrow."""
 KEY_MIN = 20
 
 
-def table(rows: list[dict[str, object]], by: str, width: int) -> list[str]:
+def table(rows: list[dict[str, object]], by: str, width: int, colour: bool = False) -> list[str]:
     """Rows as aligned text that fits `width`: the key column takes what the others leave.
 
     When even that leaves the key fewer than 20 characters, the least useful
-    columns go first; a key that is still too long is cut in the middle.
+    columns go first; a key that is still too long is cut in the middle. The
+    history strip is coloured with `colour` (a terminal without NO_COLOR).
     """
     keys = [str(row[by]) for row in rows]
     longest = max(len(by), *map(len, keys))
@@ -99,9 +128,17 @@ def table(rows: list[dict[str, object]], by: str, width: int) -> list[str]:
         columns = [column for column in columns if column[0] != dropped]
     key_width = max(min(longest, room), min(KEY_MIN, longest))
     lines = ["  ".join([by.upper().ljust(key_width), *_fit([t for _, t in columns], widths)])]
-    for key, line in zip(keys, cells, strict=True):
-        lines.append("  ".join([shorten(key, key_width).ljust(key_width), *_fit(line, widths)]))
+    for key, line, row in zip(keys, cells, rows, strict=True):
+        text = "  ".join([shorten(key, key_width).ljust(key_width), *_fit(line, widths)])
+        strip = line[-1] if columns[-1][0] == "history" else ""
+        if colour and strip:
+            text = text[: -len(strip)] + _coloured(row["history"])  # type: ignore[arg-type]
+        lines.append(text)
     return [line.rstrip() for line in lines]
+
+
+def _coloured(history: list[str]) -> str:
+    return "".join(f"\033[{COLOURS[o]}m{'x' if o == 'failure' else '■'}\033[0m" for o in history)
 
 
 def _fit(cells: list[str], widths: list[int]) -> list[str]:
@@ -110,11 +147,17 @@ def _fit(cells: list[str], widths: list[int]) -> list[str]:
 
 def _cell(row: dict[str, object], field: str) -> str:
     value = row.get(field)
-    if field == "attempts":
+    if field == "attempts_mean":
         return f"{row['attempts_mean']:.2f}/{row['attempts_max']}"
+    if field == "timed_out":
+        return f"{value}/{row['attempts_timed_out']}"
+    if field == "exit_codes":
+        return " ".join(f"{rc}:{n}" for rc, n in row["exit_codes"].items())  # type: ignore[attr-defined]
+    if field == "history":
+        return "".join(STRIP[outcome] for outcome in row["history"])  # type: ignore[attr-defined]
     if field == "success_rate":
         return f"{float(str(value)) * 100:.1f}"
-    if field.startswith("duration_"):
+    if field.startswith(("duration_", "attempt_")):
         return human_seconds(float(str(value)))
     if field.startswith("last_"):
         return "-" if value is None else str(value)[:16].replace("T", " ")
@@ -145,56 +188,3 @@ def _iso(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return iso8601(epoch)
-
-
-def prometheus(groups: dict[str, Aggregate], by: str, malformed: int) -> str:
-    """The aggregates in the Prometheus text exposition format (textfile collector)."""
-    lines: list[str] = []
-
-    def family(name: str, kind: str, help_text: str) -> None:
-        lines.extend([f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"])
-
-    items = ordered(groups)
-    family("runner_runs_total", "counter", "Runs in runs.jsonl by outcome.")
-    for key, group in items:
-        for outcome in OUTCOMES:
-            labels = _labels(by, key, outcome=outcome)
-            lines.append(f"runner_runs_total{labels} {group.outcomes[outcome]}")
-    family("runner_attempts_total", "counter", "Attempts in runs.jsonl.")
-    lines += [f"runner_attempts_total{_labels(by, k)} {g.attempts}" for k, g in items]
-    family("runner_retried_runs_total", "counter", "Runs that needed more than one attempt.")
-    lines += [f"runner_retried_runs_total{_labels(by, k)} {g.retried}" for k, g in items]
-    family("runner_run_duration_seconds", "summary", "Run duration, first start to last end.")
-    for key, group in items:
-        hist = group.durations
-        for q in ("0.5", "0.95"):
-            labels = _labels(by, key, quantile=q)
-            lines.append(f"runner_run_duration_seconds{labels} {hist.quantile(float(q)) / 1000}")
-        lines.append(f"runner_run_duration_seconds_sum{_labels(by, key)} {hist.total / 1000}")
-        lines.append(f"runner_run_duration_seconds_count{_labels(by, key)} {hist.count}")
-    family("runner_last_run_timestamp_seconds", "gauge", "Start of the last run (Unix time).")
-    lines += [
-        f"runner_last_run_timestamp_seconds{_labels(by, k)} {g.last_run}"
-        for k, g in items
-        if g.last_run is not None
-    ]
-    family("runner_last_success_timestamp_seconds", "gauge", "End of the last successful run.")
-    lines += [
-        f"runner_last_success_timestamp_seconds{_labels(by, k)} {g.last_success}"
-        for k, g in items
-        if g.last_success is not None
-    ]
-    family("runner_log_malformed_lines", "gauge", "Lines of runs.jsonl that are not attempts.")
-    lines.append(f"runner_log_malformed_lines {malformed}")
-    family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
-    lines.append(f"runner_stats_generated_timestamp_seconds {time.time()}")
-    return "\n".join(lines) + "\n"
-
-
-def _labels(by: str, key: str, **extra: str) -> str:
-    pairs = [(by, key), *extra.items()]
-    return "{" + ",".join(f'{name}="{_escape(value)}"' for name, value in pairs) + "}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

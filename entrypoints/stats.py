@@ -1,62 +1,153 @@
-"""The stats and applied subcommands: read, aggregate, print or export."""
+"""The stats subcommand: read the logs, keep the history, print or export the views."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 
 from adapters.files import write_atomically
-from adapters.logfile import summarize
-from domain.apply import shell_words
+from adapters.logfile import LogSummary
 from domain.errors import ExitStatus, StateError
+from domain.stats import Summary
 from entrypoints import report
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from adapters.checkpoint import Checkpoint
     from adapters.signals import SignalWatch
     from entrypoints.console import StreamConsole
     from entrypoints.invocation import Invocation
 
 
 def stats(invocation: Invocation, home: str, console: StreamConsole, watch: SignalWatch) -> int:
-    """Summarize the attempt log; print a table or JSON; optionally write Prometheus text."""
-    path = invocation.log or os.path.join(home, "runs.jsonl")
-    since = None if invocation.since is None else time.time() - invocation.since
-    try:
-        found = summarize(path, invocation.by, since, watch)
-    except FileNotFoundError:
-        console.warn(f"no attempt log at {path} yet: nothing to summarize")
-        groups, lines, malformed = {}, 0, 0
-    except IsADirectoryError:
-        raise StateError(f"{path} is a folder, not an attempt log") from None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror}") from None
-    else:
-        groups, lines, malformed = found.summary.finish(), found.lines, found.malformed
-        if malformed:
-            noun = "line" if malformed == 1 else "lines"
-            console.warn(f"skipped {malformed} malformed {noun} of {lines} in {path}")
+    """Summarize the logs; print a table or JSON; optionally write Prometheus text.
+
+    One log file is read from where the last `stats` stopped (its checkpoint); several
+    logs, gzip-compressed ones and `-` (stdin) are read whole. --since narrows the
+    table and JSON to a window, and adds window gauges to the Prometheus file.
+    """
+    logs = invocation.logs or [os.path.join(home, "runs.jsonl")]
+    by, now = invocation.by, time.time()
+    history, checkpoint = _history(logs, by, watch, console, now)
+    window = None
+    if invocation.since is not None:
+        window = history if logs == ["-"] else _read(logs, by, now - invocation.since, watch)
+    if history.malformed:
+        noun = "line" if history.malformed == 1 else "lines"
+        console.info(
+            f"skipped {history.malformed} malformed {noun} of {history.lines} in {logs[-1]}"
+        )
     if invocation.prometheus is not None:
-        _export(invocation.prometheus, report.prometheus(groups, invocation.by, malformed))
-    rows = report.document(groups, invocation.by)
-    if invocation.json:
-        doc = {"log": path, "by": invocation.by, "lines": lines, "malformed": malformed}
-        console.answer(json.dumps({**doc, "groups": rows}, indent=2))
-    elif rows:
-        width = _width()
-        console.answer("\n".join(report.table(rows, invocation.by, width)))
-    elif lines or os.path.exists(path):
-        console.warn(f"no runs in {path}" + (" in that time" if since is not None else ""))
+        from entrypoints import prometheus
+
+        text, series = prometheus.text(
+            history.summary,
+            by,
+            malformed=history.malformed,
+            series=[] if checkpoint is None else checkpoint.series,
+            now=now,
+            window=None if window is None else window.summary.finished(),
+            window_seconds=invocation.since,
+        )
+        _export(invocation.prometheus, text)
+        if checkpoint is not None:
+            checkpoint.series = series
+    if checkpoint is not None:
+        try:
+            checkpoint.save(history)
+        except OSError as exc:
+            console.info(
+                f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
+            )
+    shown = history if window is None else window
+    _show(shown, invocation, console, logs)
     return ExitStatus.OK
 
 
-def _width() -> int:
-    """The terminal's width (or $COLUMNS); unlimited when stdout is a pipe or a file."""
-    if os.environ.get("COLUMNS", "").isdigit() or os.isatty(1):
-        return shutil.get_terminal_size().columns
-    return 1 << 16
+def _history(
+    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, now: float
+) -> tuple[LogSummary, Checkpoint | None]:
+    """The whole history: from the checkpoint for one log file, else read whole."""
+    from adapters.checkpoint import Checkpoint, is_gzip
+
+    single = logs[0]
+    if len(logs) == 1 and single != "-":
+        try:
+            if os.path.isdir(single):
+                raise IsADirectoryError
+            if not os.path.exists(single) or not is_gzip(single):
+                checkpoint = Checkpoint(single, by)
+                return checkpoint.update(watch, now, console.info), checkpoint
+        except FileNotFoundError:
+            console.info(f"no attempt log at {single} yet: nothing to summarize")
+            return LogSummary(Summary(), 0, 0), None
+        except OSError as exc:
+            raise _unreadable(single, exc) from None
+    return _read(logs, by, None, watch), None
+
+
+def _read(logs: list[str], by: str, since: float | None, watch: SignalWatch) -> LogSummary:
+    """Every log, in the order given, as one: files split across cores, streams in one go."""
+    import sys
+
+    from adapters.checkpoint import is_gzip, open_log
+    from adapters.logfile import summarize, summarize_stream
+
+    total = LogSummary(Summary(since), 0, 0)
+    for path in logs:
+        try:
+            if path == "-":
+                total.merge(summarize_stream(sys.stdin.buffer, by, since, watch))
+            elif is_gzip(path):
+                with open_log(path) as handle:
+                    total.merge(summarize_stream(handle, by, since, watch))
+            else:
+                total.merge(summarize(path, by, since, watch))
+        except (OSError, EOFError) as exc:
+            raise _unreadable(path, exc) from None
+    return total
+
+
+def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
+    if isinstance(exc, EOFError):
+        return StateError(f"cannot read {path}: a compressed log cut short")
+    if isinstance(exc, IsADirectoryError):
+        return StateError(f"{path} is a folder, not an attempt log")
+    if isinstance(exc, FileNotFoundError):
+        return StateError(f"no attempt log at {path}")
+    return StateError(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def _show(
+    found: LogSummary, invocation: Invocation, console: StreamConsole, logs: list[str]
+) -> None:
+    rows = report.document(found.summary.finished(), invocation.by)
+    if invocation.json:
+        doc = {
+            "logs": logs,
+            "by": invocation.by,
+            "lines": found.lines,
+            "malformed": found.malformed,
+        }
+        console.answer(json.dumps({**doc, "groups": rows}, indent=2))
+    elif rows:
+        width, colour = _terminal()
+        console.answer("\n".join(report.table(rows, invocation.by, width, colour)))
+    elif found.lines or any(os.path.exists(path) for path in logs):
+        where = " in " + ", ".join(logs)
+        console.info("no runs" + where + (" in that time" if invocation.since is not None else ""))
+
+
+def _terminal() -> tuple[int, bool]:
+    """The width (or $COLUMNS; unlimited for a pipe or a file), and whether to colour."""
+    tty = os.isatty(1)
+    colour = tty and "NO_COLOR" not in os.environ
+    if os.environ.get("COLUMNS", "").isdigit() or tty:
+        import shutil
+
+        return shutil.get_terminal_size().columns, colour
+    return 1 << 16, colour
 
 
 def _export(path: str, text: str) -> None:
@@ -64,38 +155,3 @@ def _export(path: str, text: str) -> None:
         write_atomically(path, text.encode("utf-8"))
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def applied(entries: list[dict[str, object]], as_json: bool, console: StreamConsole) -> int:
-    """List the markers: name, when, run id, command, host."""
-    if as_json:
-        console.answer(json.dumps(entries, indent=2))
-        return ExitStatus.OK
-    if not entries:
-        console.answer("nothing applied yet")
-        return ExitStatus.OK
-    rows = [
-        (
-            str(entry["name"]),
-            str(entry.get("time", "-"))[:19].replace("T", " "),
-            str(entry.get("run_id", "-")),
-            str(entry.get("host", "-")),
-            _command(entry),
-        )
-        for entry in entries
-    ]
-    titles = ("NAME", "APPLIED", "RUN ID", "HOST", "COMMAND")
-    widths = [max(len(t), *(len(r[n]) for r in rows)) for n, t in enumerate(titles[:-1])]
-    for row in [titles, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        console.answer("  ".join([*cells, row[-1]]).rstrip())
-    return ExitStatus.OK
-
-
-def _command(entry: dict[str, object]) -> str:
-    if "error" in entry:
-        return str(entry["error"])
-    cmd = entry.get("cmd")
-    if isinstance(cmd, list) and all(isinstance(word, str) for word in cmd):
-        return shell_words(cmd)
-    return "-"

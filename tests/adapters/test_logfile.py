@@ -46,7 +46,7 @@ def test_malformed_truncated_and_foreign_lines_are_counted_not_fatal(
     found = logfile.summarize(str(log), "cmd", None, watch)
     assert found.malformed == 8
     assert found.lines == 4 + 8
-    assert sum(group.runs for group in found.summary.finish().values()) == 3
+    assert sum(group.runs for group in found.summary.finished().values()) == 3
 
 
 def test_group_by_name_puts_plain_runs_under_a_dash(tmp_path: Path, watch: SignalWatch) -> None:
@@ -56,7 +56,7 @@ def test_group_by_name_puts_plain_runs_under_a_dash(tmp_path: Path, watch: Signa
         attempt_line(AttemptRecord(0, ["a"], 1, 0, 1, "r1", "db"))
         + attempt_line(AttemptRecord(0, ["b"], 1, 0, 1, "r2"))
     )
-    groups = logfile.summarize(str(log), "name", None, watch).summary.finish()
+    groups = logfile.summarize(str(log), "name", None, watch).summary.finished()
     assert sorted(groups) == ["-", "db"]
 
 
@@ -67,10 +67,10 @@ def test_the_parallel_split_gives_the_same_figures(
     """Split across processes (runs cut at the seams included), the sums are unchanged."""
     log = tmp_path / "runs.jsonl"
     write_log(log, 3000)
-    serial = logfile.summarize(str(log), "cmd", None, watch, workers=1).summary.finish()
+    serial = logfile.summarize(str(log), "cmd", None, watch, workers=1).summary.finished()
     monkeypatch.setattr(logfile, "PARALLEL_FROM", 0)
     monkeypatch.setattr(logfile, "BATCH_BYTES", 4096)
-    parallel = logfile.summarize(str(log), "cmd", None, watch, workers=workers).summary.finish()
+    parallel = logfile.summarize(str(log), "cmd", None, watch, workers=workers).summary.finished()
 
     def figures(groups: dict[str, Aggregate]) -> dict[str, tuple[object, ...]]:
         return {
@@ -87,7 +87,7 @@ def test_split_points_fall_on_line_starts(tmp_path: Path) -> None:
     log = tmp_path / "runs.jsonl"
     write_log(log, 100)
     data = log.read_bytes()
-    bounds = logfile._split(str(log), len(data), 4)
+    bounds = logfile._split(str(log), 0, len(data), 4)
     assert bounds[0] == 0
     assert bounds[-1] == len(data)
     assert all(data[b - 1 : b] == b"\n" for b in bounds[1:-1])
@@ -139,7 +139,7 @@ def test_no_line_can_make_stats_fail(
         handle.write(line + b"\n")
     write_log_append(log)
     found = logfile.summarize(str(log), by, None, watch)
-    groups = found.summary.finish()
+    groups = found.summary.finished()
     assert found.lines == 4 + 1 + 1
     assert sum(group.runs for group in groups.values()) + found.malformed == 3 + 1 + 1
 
@@ -180,13 +180,13 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(
     seen: list[int] = []
     real = logfile._batches
 
-    def watched(handle: BinaryIO, start: int, end: int) -> Iterator[tuple[list[bytes], int]]:
-        for lines, overlong in real(handle, start, end):
+    def watched(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
+        for lines, overlong in real(handle, limit):
             seen.append(sum(map(len, lines)))
             yield lines, overlong
 
     monkeypatch.setattr(logfile, "_batches", watched)
     found = logfile.summarize(str(log), "cmd", None, watch)
     assert found.malformed == 1
-    assert sum(group.runs for group in found.summary.finish().values()) == 4
+    assert sum(group.runs for group in found.summary.finished().values()) == 4
     assert max(seen) < (1 << 16) + (1 << 12)

@@ -75,7 +75,7 @@ def test_stats_of_a_large_log_with_hostile_lines_still_reports(lab: Lab) -> None
     report = json.loads(result.stdout)
     assert report["malformed"] == 3
     assert report["groups"][0]["runs"] > 0
-    assert "runner_log_malformed_lines 3" in prom.read_text()
+    assert "runner_log_malformed_lines_total 3" in prom.read_text()
 
 
 def test_applied_lists_corrupt_markers_by_name_and_the_rest(lab: Lab) -> None:

@@ -72,7 +72,8 @@ def test_prometheus_file_is_written_atomically_and_parses(lab: Lab) -> None:
     assert lab.run("stats", "--prometheus", str(out)).returncode == 0
     families = {f.name: f for f in text_string_to_metric_families(out.read_text())}
     attempts = families["runner_attempts"].samples
-    assert [(s.labels["cmd"], s.value) for s in attempts] == [("false", 2)]
+    failed = [(s.labels["cmd"], s.value) for s in attempts if s.labels["outcome"] == "failure"]
+    assert failed == [("false", 2)]
     assert [p.name for p in lab.tmp.iterdir() if p.name.startswith(".")] == []
 
 

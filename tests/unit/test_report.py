@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from domain.stats import Summary
 from entrypoints import report
@@ -18,7 +17,7 @@ def groups() -> dict[str, object]:
     s.add("r1", "deploy", T0 + 1, 2, 0, 400, False)
     s.add("r2", WEIRD, T0 + 2, 1, 124, 2000, False)
     s.add("r3", WEIRD, T0 + 9, 1, 0, 10, False)
-    return s.finish()  # type: ignore[return-value]
+    return s.finished()  # type: ignore[return-value]
 
 
 def test_rows_are_sorted_by_failures_and_carry_every_figure() -> None:
@@ -35,31 +34,26 @@ def test_rows_are_sorted_by_failures_and_carry_every_figure() -> None:
     assert rows[0]["success_rate"] == 0.5
 
 
-def test_prometheus_text_parses_back_with_escaped_labels() -> None:
-    """A real parser reads every family; label values with quotes, backslashes, newlines survive."""
-    text = report.prometheus(groups(), "cmd", malformed=3)  # type: ignore[arg-type]
-    families = {f.name: f for f in text_string_to_metric_families(text)}
-    runs = {
-        (s.labels["cmd"], s.labels["outcome"]): s.value for s in families["runner_runs"].samples
-    }
-    assert runs[(WEIRD, "timeout")] == 1
-    assert runs[(WEIRD, "success")] == 1
-    assert runs[("deploy", "success")] == 1
-    summary = families["runner_run_duration_seconds"]
-    assert summary.type == "summary"
-    counts = {s.labels["cmd"]: s.value for s in summary.samples if s.name.endswith("_count")}
-    assert counts == {WEIRD: 2, "deploy": 1}
-    last = {
-        s.labels["cmd"]: s.value for s in families["runner_last_success_timestamp_seconds"].samples
-    }
-    assert last["deploy"] == pytest.approx(T0 + 1.4)
-    assert families["runner_log_malformed_lines"].samples[0].value == 3
+def test_rows_carry_quantiles_attempts_codes_and_history() -> None:
+    """p50/p95/p99 for runs and attempts, codes per exit code, the last failure, a strip."""
+    rows = report.document(groups(), "cmd")  # type: ignore[arg-type]
+    weird, deploy = rows
+    assert weird["exit_codes"] == {"0": 1, "124": 1}
+    assert weird["attempts_timed_out"] == 1
+    assert weird["history"] == ["timeout", "success"]
+    assert deploy["attempts"] == 2
+    assert deploy["attempt_p99_s"] == pytest.approx(0.4, rel=0.02)
+    assert deploy["duration_p99_s"] == pytest.approx(1.4, rel=0.02)
+    assert weird["last_failure"] is not None
 
 
-def test_prometheus_text_of_an_empty_log_is_valid() -> None:
-    """No runs: only headers and the malformed-line gauge."""
-    families = list(text_string_to_metric_families(report.prometheus({}, "cmd", 0)))
-    assert "runner_log_malformed_lines" in [f.name for f in families]
+def test_the_history_strip_is_plain_or_coloured() -> None:
+    """Plain characters for a pipe or NO_COLOR; colours on a terminal."""
+    rows = report.document(groups(), "cmd")  # type: ignore[arg-type]
+    plain = report.table(rows, "cmd", 400)
+    assert plain[1].endswith("T.")
+    coloured = report.table(rows, "cmd", 400, colour=True)
+    assert "\033[33m" in coloured[1]
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 140, 400])

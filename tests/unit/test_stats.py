@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.stats import Histogram, Summary, outcome_of
+from domain.histogram import Histogram
+from domain.stats import RECENT, Summary, outcome_of
 
 T0 = 1_800_000_000.0
 
@@ -33,7 +35,7 @@ def small_log() -> Summary:
 
 def test_runs_are_grouped_by_run_id_and_counted_by_outcome() -> None:
     """Attempts of one run_id make one run; its last rc decides the outcome."""
-    groups = small_log().finish()
+    groups = small_log().finished()
     deploy, backup = groups["deploy"], groups["backup"]
     assert (deploy.runs, deploy.outcomes["success"], deploy.outcomes["failure"]) == (2, 1, 1)
     assert (backup.outcomes["timeout"], backup.outcomes["signal"]) == (1, 1)
@@ -43,7 +45,7 @@ def test_runs_are_grouped_by_run_id_and_counted_by_outcome() -> None:
 
 def test_run_duration_is_first_start_to_last_end() -> None:
     """r1 starts at 0 and its last attempt ends at 3.2 + 0.3 s: 3.5 s."""
-    deploy = small_log().finish()["deploy"]
+    deploy = small_log().finished()["deploy"]
     assert deploy.durations.maximum == pytest.approx(3500)
     assert deploy.durations.count == 2
     assert deploy.last_run == T0 + 10
@@ -55,16 +57,18 @@ def test_since_keeps_runs_that_started_after_it() -> None:
     s = Summary(since=T0 + 5)
     attempt(s, "old", "job", 0, 1, 0, 10, False)
     attempt(s, "new", "job", 6, 1, 0, 10, False)
-    assert s.finish()["job"].runs == 1
+    assert s.finished()["job"].runs == 1
 
 
 def test_a_run_never_seen_to_end_counts_as_it_stands() -> None:
     """A runner killed mid-run leaves an attempt followed by a wait: counted at the end."""
     s = Summary()
     attempt(s, "killed", "job", 0, 1, 1, 10, True)
-    assert s.by_key == {}
-    groups = s.finish()
+    assert s.by_key["job"].runs == 0
+    assert s.in_progress() == {"job": 1}
+    groups = s.finished()
     assert groups["job"].outcomes["failure"] == 1
+    assert s.by_key["job"].runs == 0
 
 
 def test_merging_the_halves_of_a_log_gives_the_whole() -> None:
@@ -74,7 +78,7 @@ def test_merging_the_halves_of_a_log_gives_the_whole() -> None:
     attempt(first, "r2", "job", 0.5, 1, 0, 10, False)
     attempt(second, "r1", "job", 1, 2, 0, 10, False)
     first.merge(second)
-    job = first.finish()["job"]
+    job = first.finished()["job"]
     assert (job.runs, job.attempts, job.retried, job.outcomes["success"]) == (2, 3, 1, 2)
 
 
@@ -111,3 +115,57 @@ def test_quantiles_are_within_two_percent(values: list[int], q: float) -> None:
 def test_empty_histogram_answers_zero() -> None:
     """No runs: quantiles of 0, not an error."""
     assert Histogram().quantile(0.5) == 0
+
+
+def test_attempts_are_counted_by_outcome_and_duration_apart_from_runs() -> None:
+    """Per attempt: deploy's two failed attempts and its success; timeouts per attempt too."""
+    deploy = small_log().finished()["deploy"]
+    assert deploy.attempt_outcomes == {"success": 1, "failure": 3, "timeout": 0, "signal": 0}
+    assert deploy.attempt_durations.count == 4
+    assert deploy.attempt_durations.total == 100 + 100 + 300 + 50
+
+
+def test_exit_codes_and_the_last_run_are_kept() -> None:
+    """Counts per exit code; the last run's rc, duration, and the last failure's time."""
+    deploy = small_log().finished()["deploy"]
+    assert deploy.codes == {0: 1, 2: 1}
+    assert deploy.last_rc == 2
+    assert deploy.last_duration == pytest.approx(0.05)
+    assert deploy.last_failure == pytest.approx(T0 + 10.05)
+    assert deploy.last_success == pytest.approx(T0 + 3.5)
+
+
+def test_recent_runs_are_the_latest_twenty_in_order() -> None:
+    """The history strip: outcomes of the latest runs, oldest first, at most RECENT."""
+    s = Summary()
+    for n in range(30):
+        attempt(s, f"r{n}", "job", 30 - n, 1, n % 2, 5, False)
+    recent = s.finished()["job"].recent
+    assert len(recent) == RECENT
+    assert [at for at, _ in recent] == sorted(at for at, _ in recent)
+    assert recent[-1] == (T0 + 30, "success")
+
+
+def test_the_state_of_a_summary_round_trips_through_json() -> None:
+    """A checkpoint: the summary, open runs included, written and read back, goes on the same."""
+    s = small_log()
+    attempt(s, "r9", "deploy", 30, 1, 1, 10, True)
+    again = Summary.from_state(json.loads(json.dumps(s.state())))
+    attempt(s, "r9", "deploy", 31, 2, 0, 10, False)
+    attempt(again, "r9", "deploy", 31, 2, 0, 10, False)
+    mine, theirs = s.finished()["deploy"], again.finished()["deploy"]
+    assert theirs.state() == mine.state()
+    assert theirs.durations.quantile(0.5) == mine.durations.quantile(0.5)
+
+
+def test_prometheus_buckets_are_cumulative_and_end_at_inf() -> None:
+    """le buckets from milliseconds to a day, then +Inf; counts only grow along them."""
+    h = Histogram()
+    for ms in (1, 40, 40, 2000, 10**9):
+        h.add(ms)
+    pairs = h.cumulative()
+    assert pairs[0] == ("0.005", 1)
+    assert dict(pairs)["0.05"] == 3
+    assert dict(pairs)["5.0"] == 4
+    assert pairs[-1] == ("+Inf", 5)
+    assert [count for _, count in pairs] == sorted(count for _, count in pairs)

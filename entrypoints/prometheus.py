@@ -1,0 +1,191 @@
+"""The Prometheus view of the log: a textfile for node_exporter that an alert can trust.
+
+Counters (`*_total`) and histograms count the whole history of the log (kept across
+rotation by the checkpoint), so they never go down. Whatever a --since window says
+is a gauge named `runner_window_*`. Every series, once exported, stays.
+
+Labels are bounded: an apply name has each run of digits replaced by `N` (so
+`nightly-2026-11-30` is `nightly-N-N-N`, one series for all nights); at most
+MAX_SERIES label values are exported, the first ones seen, and later ones are
+folded into `(other)`. The label values already exported are remembered, so the
+choice never changes from one export to the next.
+"""
+
+from __future__ import annotations
+
+import re
+
+from domain.stats import OUTCOMES, Aggregate
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from domain.histogram import Histogram
+    from domain.stats import Summary
+
+MAX_SERIES = 200
+OTHER = "(other)"
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def label_of(key: str, by: str) -> str:
+    """The label value of a command (as is, at most 200 characters) or a name (digits as N)."""
+    return _DIGITS.sub("N", key) if by == "name" else key[:200]
+
+
+def fold(
+    groups: dict[str, Aggregate], by: str, series: list[str]
+) -> tuple[dict[str, Aggregate], list[str]]:
+    """The aggregates by label value, and the label values exported from now on."""
+    known = list(series)
+    allowed = set(known)
+    folded: dict[str, Aggregate] = {}
+    for key in sorted(groups, key=lambda k: groups[k].last_run or 0):
+        label = label_of(key, by)
+        if label not in allowed:
+            if len(known) < MAX_SERIES:
+                known.append(label)
+                allowed.add(label)
+            else:
+                label = OTHER
+        target = folded.get(label)
+        if target is None:
+            folded[label] = groups[key].copy()
+        else:
+            target.merge(groups[key])
+    for label in known:
+        folded.setdefault(label, Aggregate())
+    return folded, known
+
+
+def text(
+    history: Summary,
+    by: str,
+    *,
+    malformed: int,
+    series: list[str],
+    now: float,
+    window: dict[str, Aggregate] | None = None,
+    window_seconds: float | None = None,
+) -> tuple[str, list[str]]:
+    """The textfile, and the label values it exported (to remember for the next one)."""
+    groups, known = fold(history.by_key, by, series)
+    items = sorted(groups.items())
+    out = _Text(by)
+    _counters(out, items)
+    for name, help_text, pick in HISTOGRAMS:
+        out.family(name, "histogram", help_text)
+        for label, group in items:
+            out.histogram(name, label, getattr(group, pick))
+    for name, help_text, field, none in GAUGES:
+        out.family(name, "gauge", help_text)
+        for label, group in items:
+            value = getattr(group, field)
+            out.sample(name, label, none if value is None else value)
+    running: dict[str, int] = {}
+    for key, count in history.in_progress().items():
+        label = label_of(key, by) if label_of(key, by) in groups else OTHER
+        running[label] = running.get(label, 0) + count
+    out.family(
+        "runner_runs_in_progress", "gauge", "Runs waiting for a retry, or never seen to end."
+    )
+    for label, _ in items:
+        out.sample("runner_runs_in_progress", label, running.get(label, 0))
+    if window is not None and window_seconds is not None:
+        _window(out, window, by, known, window_seconds)
+    out.family("runner_log_malformed_lines_total", "counter", "Log lines that are not attempts.")
+    out.lines.append(f"runner_log_malformed_lines_total {malformed}")
+    out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
+    out.lines.append(f"runner_stats_generated_timestamp_seconds {now}")
+    return "\n".join(out.lines) + "\n", known
+
+
+HISTOGRAMS = (
+    ("runner_run_duration_seconds", "Run duration: first start to last end.", "durations"),
+    ("runner_attempt_duration_seconds", "Attempt duration.", "attempt_durations"),
+)
+GAUGES = (
+    ("runner_last_run_timestamp_seconds", "Start of the last run (0: none).", "last_run", 0),
+    (
+        "runner_last_success_timestamp_seconds",
+        "End of the last success (0: none).",
+        "last_success",
+        0,
+    ),
+    (
+        "runner_last_failure_timestamp_seconds",
+        "End of the last failure (0: none).",
+        "last_failure",
+        0,
+    ),
+    ("runner_last_exit_code", "Exit code of the last run (-1: none).", "last_rc", -1),
+    ("runner_last_run_duration_seconds", "Duration of the last run (0: none).", "last_duration", 0),
+)
+
+
+def _counters(out: _Text, items: list[tuple[str, Aggregate]]) -> None:
+    out.family("runner_runs_total", "counter", "Runs that ended, by outcome (whole history).")
+    for label, group in items:
+        for outcome in OUTCOMES:
+            out.sample("runner_runs_total", label, group.outcomes[outcome], outcome=outcome)
+    out.family("runner_attempts_total", "counter", "Attempts, by outcome (whole history).")
+    for label, group in items:
+        for outcome in OUTCOMES:
+            count = group.attempt_outcomes[outcome]
+            out.sample("runner_attempts_total", label, count, outcome=outcome)
+    out.family("runner_retried_runs_total", "counter", "Runs that needed more than one attempt.")
+    for label, group in items:
+        out.sample("runner_retried_runs_total", label, group.retried)
+    out.family("runner_run_exit_codes_total", "counter", "Runs that ended, by their exit code.")
+    for label, group in items:
+        for code, count in sorted(group.codes.items()):
+            out.sample("runner_run_exit_codes_total", label, count, code=str(code))
+
+
+def _window(
+    out: _Text, window: dict[str, Aggregate], by: str, known: list[str], seconds: float
+) -> None:
+    """--since: runs that started in the window, as gauges (a window's count goes down)."""
+    folded: dict[str, Aggregate] = {label: Aggregate() for label in known}
+    for key, group in window.items():
+        label = label_of(key, by)
+        folded.setdefault(label if label in folded else OTHER, Aggregate()).merge(group)
+    out.family(
+        "runner_window_seconds", "gauge", "The --since window of the runner_window_* gauges."
+    )
+    out.lines.append(f"runner_window_seconds {seconds}")
+    out.family("runner_window_runs", "gauge", "Runs that started in the window, by outcome.")
+    for label, group in sorted(folded.items()):
+        for outcome in OUTCOMES:
+            out.sample("runner_window_runs", label, group.outcomes[outcome], outcome=outcome)
+
+
+class _Text:
+    """Exposition-format lines, with the label escaping Prometheus requires."""
+
+    def __init__(self, by: str) -> None:
+        self.by = by
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+
+    def sample(self, name: str, label: str, value: float, **extra: str) -> None:
+        self.lines.append(f"{name}{self.labels(label, **extra)} {_number(value)}")
+
+    def histogram(self, name: str, label: str, hist: Histogram) -> None:
+        for le, count in hist.cumulative():
+            self.lines.append(f"{name}_bucket{self.labels(label, le=le)} {count}")
+        self.lines.append(f"{name}_sum{self.labels(label)} {_number(hist.total / 1000)}")
+        self.lines.append(f"{name}_count{self.labels(label)} {hist.count}")
+
+    def labels(self, label: str, **extra: str) -> str:
+        pairs = [(self.by, label), *extra.items()]
+        return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -1,0 +1,55 @@
+"""contrib/'s alert rules and dashboard use only metrics the runner exports."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from domain.stats import Summary
+from entrypoints import prometheus
+from tests.procs import ROOT
+
+METRIC = re.compile(r"\brunner_[a-z_]+\b")
+T0 = 1_800_000_000.0
+
+
+def exported() -> set[str]:
+    """Every sample name of a textfile with runs of every outcome, retries, a window."""
+    s = Summary()
+    for n, rc in enumerate([0, 1, 124, 143]):
+        s.add(f"r{n}", "job", T0 + n, 1, rc, 10, False)
+    s.add("w", "job", T0 + 9, 1, 1, 10, True)
+    text, _ = prometheus.text(
+        s, "cmd", malformed=1, series=[], now=T0, window=s.finished(), window_seconds=60
+    )
+    return {
+        sample.name for family in text_string_to_metric_families(text) for sample in family.samples
+    }
+
+
+def used(path: str) -> set[str]:
+    with open(os.path.join(ROOT, "contrib", path)) as handle:
+        text = handle.read()
+    if path.endswith(".json"):
+        document = json.loads(text)
+        exprs = [t["expr"] for p in document["panels"] for t in p["targets"]]
+        exprs += [v.get("query", "") for v in document["templating"]["list"]]
+        text = "\n".join(exprs)
+    else:
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return set(METRIC.findall(text))
+
+
+def test_every_metric_the_alerts_use_is_exported() -> None:
+    names = used("runner-alerts.yml")
+    assert len(names) >= 6
+    assert names <= exported(), names - exported()
+
+
+def test_every_metric_the_dashboard_uses_is_exported() -> None:
+    names = used("runner-dashboard.json")
+    assert len(names) >= 8
+    assert names <= exported(), names - exported()
