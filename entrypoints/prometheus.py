@@ -13,8 +13,6 @@ choice never changes from one export to the next.
 
 from __future__ import annotations
 
-import re
-
 from domain.stats import OUTCOMES, Aggregate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -24,12 +22,22 @@ if TYPE_CHECKING:
 
 MAX_SERIES = 200
 OTHER = "(other)"
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def label_of(key: str, by: str) -> str:
     """The label value of a command (as is, at most 200 characters) or a name (digits as N)."""
-    return _DIGITS.sub("N", key) if by == "name" else key[:200]
+    if by != "name":
+        return key[:200]
+    folded: list[str] = []
+    in_digits = False
+    for char in key:
+        digit = "0" <= char <= "9"
+        if not digit:
+            folded.append(char)
+        elif not in_digits:
+            folded.append("N")
+        in_digits = digit
+    return "".join(folded)
 
 
 def fold(
