@@ -5,16 +5,13 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import signal
 import time
 
 from adapters.state import ensure_folder
-from domain.errors import Interrupted, LockBusy, StateError, holder_line
+from domain.errors import LockBusy, StateError, holder_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from adapters.signals import SignalWatch
 
 
@@ -118,7 +115,11 @@ def _take(fds: list[int], paths: list[str], deadline: float, watch: SignalWatch)
     for slot, fd in enumerate(fds):
         if _try(fd, paths[slot]):
             return slot
-    return _queue(fds, paths, deadline, watch)
+    if deadline - time.monotonic() <= 0:
+        return None
+    from adapters.flockwait import queue  # noqa: PLC0415 - only a waiting runner queues
+
+    return queue(fds, paths, deadline, watch, _try)
 
 
 def _still_names(fd: int, path: str) -> bool:
@@ -208,80 +209,3 @@ def _try(fd: int, path: str) -> bool:
             return False
         raise StateError(f"cannot lock {path}: {exc.strerror}") from None
     return True
-
-
-def _queue(fds: list[int], paths: list[str], deadline: float, watch: SignalWatch) -> int | None:
-    """Wait in the kernel's queue for the flock on any of `fds`, until `deadline` (monotonic).
-
-    A blocking flock cannot be given a deadline, and a signal handler that does not
-    raise lets Python restart it; so a forked helper per slot blocks on the shared
-    open file description while the runner watches the clock and its signals.
-    When a helper gets the lock, the description (and so the runner) holds it.
-    Waiters are served in the kernel's order instead of by whoever polls at the
-    right moment. Returns the slot taken, or None.
-    """
-    if deadline - time.monotonic() <= 0:
-        return None
-    from adapters.signals import REDIRECTED, ending  # noqa: PLC0415 - only when waiting
-
-    everything = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-    helpers: dict[int, int] = {}
-    try:
-        for slot, fd in enumerate(fds):
-            pid = os.fork()
-            if pid == 0:
-                _helper(fd, deadline, everything, REDIRECTED)
-            helpers[pid] = slot
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, everything)
-    chosen: int | None = None
-    try:
-        while chosen is None and helpers and time.monotonic() < deadline:
-            for pid in list(helpers):
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    slot = helpers.pop(pid)
-                    if os.waitstatus_to_exitcode(status) == 0 and chosen is None:
-                        chosen = slot
-            if chosen is None and helpers:
-                signum = ending(watch.wait(deadline - time.monotonic()))
-                if signum is not None:
-                    raise Interrupted(signum)
-    finally:
-        for pid in helpers:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-    return _keep_one(fds, paths, chosen)
-
-
-def _keep_one(fds: list[int], paths: list[str], slot: int | None) -> int | None:
-    """Once every helper is gone: keep `slot` (or the first slot a helper took at the last
-    moment), and unlock any other slot a helper took meanwhile."""
-    for other, fd in enumerate(fds):
-        if other != slot and _try(fd, paths[other]):
-            if slot is None:
-                slot = other
-            else:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-    return slot
-
-
-def _helper(fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ...]) -> None:
-    """In the forked helper: block on the flock, never outliving the wait by much.
-
-    It keeps no descriptor but the lock's, so that no pipe of the runner's stays open
-    because of it.
-    """
-    try:
-        os.closerange(0, fd)
-        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
-        signal.set_wakeup_fd(-1)
-        for signum in (*caught, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(min(int(deadline - time.monotonic()) + 2, 1 << 30))
-        signal.pthread_sigmask(signal.SIG_SETMASK, [n for n in mask if n != signal.SIGALRM])
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os._exit(0)
-    except BaseException:
-        os._exit(1)

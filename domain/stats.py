@@ -8,34 +8,11 @@ checkpoint can carry it from one `stats` to the next.
 
 from __future__ import annotations
 
-from bisect import insort
-
-from domain.histogram import Histogram
+from domain.aggregate import Aggregate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
-
-RECENT = 20
-"""How many of the latest runs each aggregate remembers, for the history strip."""
-OUTCOMES = ("success", "failure", "timeout", "signal")
-
-
-def outcome_of(rc: int) -> str:
-    """success, timeout (124), signal (128+N) or failure: how a run ended."""
-    common = _COMMON.get(rc)
-    if common is not None:
-        return common
-    if rc == 0:
-        return "success"
-    if rc == 124:
-        return "timeout"
-    if 128 < rc <= 192:
-        return "signal"
-    return "failure"
-
-
-_COMMON = {0: "success", 1: "failure", 124: "timeout", 137: "signal", 143: "signal"}
 
 
 class Run:
@@ -91,147 +68,6 @@ class Run:
         run.attempts, run.last_end = int(attempts), float(last_end)
         run.last_rc, run.open = int(last_rc), bool(still_open)
         return run
-
-
-class Aggregate:
-    """Everything `stats` says of one command or name: its runs, and its attempts.
-
-    Times are epoch seconds; `last_*` describe the run that started last.
-    """
-
-    __slots__ = (
-        "attempt_durations",
-        "attempt_outcomes",
-        "attempts",
-        "attempts_max",
-        "codes",
-        "durations",
-        "last_duration",
-        "last_failure",
-        "last_rc",
-        "last_run",
-        "last_success",
-        "outcomes",
-        "recent",
-        "retried",
-        "runs",
-    )
-
-    def __init__(self) -> None:
-        self.runs = 0
-        self.outcomes = dict.fromkeys(OUTCOMES, 0)
-        self.codes: dict[int, int] = {}
-        self.attempts = 0
-        self.attempts_max = 0
-        self.retried = 0
-        self.durations = Histogram()
-        self.attempt_outcomes = dict.fromkeys(OUTCOMES, 0)
-        self.attempt_durations = Histogram()
-        self.last_run: float | None = None
-        self.last_rc: int | None = None
-        self.last_duration: float | None = None
-        self.last_success: float | None = None
-        self.last_failure: float | None = None
-        self.recent: list[tuple[float, str]] = []
-
-    def attempt(self, rc: int, duration_ms: int) -> None:
-        """Count one attempt (whatever becomes of its run)."""
-        self.attempt_outcomes[outcome_of(rc)] += 1
-        self.attempt_durations.add(duration_ms)
-
-    def add(self, rc: int, attempts: int, first: float, end: float) -> None:
-        """Count one run: its last rc, attempts, and start and end (epoch seconds)."""
-        outcome = outcome_of(rc)
-        self.runs += 1
-        self.outcomes[outcome] += 1
-        self.codes[rc] = self.codes.get(rc, 0) + 1
-        self.attempts += attempts
-        if attempts > 1:
-            self.retried += 1
-            self.attempts_max = max(self.attempts_max, attempts)
-        elif not self.attempts_max:
-            self.attempts_max = 1
-        duration = (end - first) * 1000 if end > first else 0.0
-        self.durations.add(duration)
-        if self.last_run is None or first >= self.last_run:
-            self.last_run, self.last_rc, self.last_duration = first, rc, duration / 1000
-        if outcome == "success":
-            if self.last_success is None or end > self.last_success:
-                self.last_success = end
-        elif self.last_failure is None or end > self.last_failure:
-            self.last_failure = end
-        if len(self.recent) < RECENT or first >= self.recent[0][0]:
-            insort(self.recent, (first, outcome))
-            del self.recent[:-RECENT]
-
-    def merge(self, other: Aggregate) -> None:
-        self.runs += other.runs
-        for outcome in OUTCOMES:
-            self.outcomes[outcome] += other.outcomes[outcome]
-            self.attempt_outcomes[outcome] += other.attempt_outcomes[outcome]
-        for rc, count in other.codes.items():
-            self.codes[rc] = self.codes.get(rc, 0) + count
-        self.attempts += other.attempts
-        self.attempts_max = max(self.attempts_max, other.attempts_max)
-        self.retried += other.retried
-        self.durations.merge(other.durations)
-        self.attempt_durations.merge(other.attempt_durations)
-        if other.last_run is not None and (
-            self.last_run is None or other.last_run >= self.last_run
-        ):
-            self.last_run, self.last_rc = other.last_run, other.last_rc
-            self.last_duration = other.last_duration
-        for field in ("last_success", "last_failure"):
-            mine, theirs = getattr(self, field), getattr(other, field)
-            if theirs is not None and (mine is None or theirs > mine):
-                setattr(self, field, theirs)
-        self.recent = sorted(self.recent + other.recent)[-RECENT:]
-
-    def copy(self) -> Aggregate:
-        made = Aggregate()
-        made.merge(self)
-        return made
-
-    @property
-    def failures(self) -> int:
-        return self.runs - self.outcomes["success"]
-
-    def state(self) -> dict[str, object]:
-        """A plain form for the checkpoint (see `from_state`)."""
-        found: dict[str, object] = {name: getattr(self, name) for name in _PLAIN}
-        found["codes"] = sorted(self.codes.items())
-        found["durations"] = self.durations.state()
-        found["attempt_durations"] = self.attempt_durations.state()
-        return found
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Aggregate:
-        made = cls()
-        for name in _PLAIN:
-            setattr(made, name, state[name])
-        made.outcomes = {o: int(made.outcomes[o]) for o in OUTCOMES}
-        made.attempt_outcomes = {o: int(made.attempt_outcomes[o]) for o in OUTCOMES}
-        made.recent = [(float(at), str(outcome)) for at, outcome in made.recent]
-        made.codes = {int(rc): int(n) for rc, n in state["codes"]}
-        made.durations = Histogram.from_state(state["durations"])
-        made.attempt_durations = Histogram.from_state(state["attempt_durations"])
-        return made
-
-
-_PLAIN = (
-    "runs",
-    "outcomes",
-    "attempts",
-    "attempts_max",
-    "retried",
-    "attempt_outcomes",
-    "last_run",
-    "last_rc",
-    "last_duration",
-    "last_success",
-    "last_failure",
-    "recent",
-)
 
 
 class Summary:

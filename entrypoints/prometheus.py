@@ -13,7 +13,7 @@ choice never changes from one export to the next.
 
 from __future__ import annotations
 
-from domain.stats import OUTCOMES, Aggregate
+from domain.aggregate import OUTCOMES, Aggregate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:

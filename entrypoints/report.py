@@ -9,7 +9,7 @@ from adapters.jsonl import iso8601
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from domain.stats import Aggregate
+    from domain.aggregate import Aggregate
 
 STRIP = {"success": ".", "failure": "x", "timeout": "T", "signal": "!"}
 """The history strip's cells, one per recent run, oldest first, in plain characters."""

@@ -12,8 +12,8 @@ import pytest
 from adapters import logfile
 from adapters.jsonl import attempt_line
 from adapters.signals import SignalWatch
+from domain.aggregate import Aggregate
 from domain.attempts import AttemptRecord
-from domain.stats import Aggregate
 
 
 def write_log(path: Path, runs: int) -> None:

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain.aggregate import RECENT, outcome_of
 from domain.histogram import Histogram
-from domain.stats import RECENT, Summary, outcome_of
+from domain.stats import Summary
 
 T0 = 1_800_000_000.0
 
