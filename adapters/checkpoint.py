@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from adapters.signals import SignalWatch
 
-VERSION = 2
+VERSION = 4
 HEAD_MAX = 1 << 16
 """Bytes of the first line that identify a log."""
 OPEN_MAX_AGE = 7 * 86400.0
@@ -98,7 +98,11 @@ class Checkpoint:
         return total
 
     def save(self, total: LogSummary) -> None:
-        """Write the checkpoint atomically; raises OSError when it cannot be."""
+        """Write the checkpoint atomically; raises OSError when it cannot be.
+
+        No fsync: a checkpoint lost in a crash, or an older one, only means that
+        the next `stats` reads more of the log (its offset and figures go together).
+        """
         document = {
             "version": VERSION,
             "by": self.by,
@@ -108,7 +112,8 @@ class Checkpoint:
             "series": self.series,
             "summary": total.summary.state(),
         }
-        write_atomically(self.path, json.dumps(document, separators=(",", ":")).encode(), 0o600)
+        data = json.dumps(document, separators=(",", ":")).encode()
+        write_atomically(self.path, data, 0o600, durable=False)
 
     def _resume(
         self,

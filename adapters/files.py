@@ -9,10 +9,12 @@ CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 """A temporary file is always a new file of ours: never one planted at its name, nor a link."""
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
+def write_atomically(path: str, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
     """Write a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder.
 
-    A reader sees the old file or the new one, never a part. The temporary file
+    A reader sees the old file or the new one, never a part. Without `durable` the
+    two fsyncs are left out: after a crash the file may be the old one, or empty
+    (for files that are written again anyway, such as a checkpoint). The temporary file
     has an unpredictable name and is created new (mode 0600 until it is whole,
     then `mode`), so a link planted in a shared folder is never followed. On
     failure the temporary file is removed and the OSError propagates.
@@ -26,7 +28,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             if mode != 0o600:
                 os.fchmod(fd, mode)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(temporary, path)
@@ -36,7 +39,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
-    sync_folder(folder)
+    if durable:
+        sync_folder(folder)
 
 
 def sync_folder(folder: str) -> None:

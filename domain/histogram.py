@@ -20,34 +20,45 @@ LE_SECONDS = (
 )  # fmt: skip
 """Upper bounds (seconds) of the exported buckets: jobs from milliseconds to a day; +Inf after."""
 _LE_MS = tuple(bound * 1000 for bound in LE_SECONDS)
+FINE_MAX = 2000
+"""More fine buckets than any duration a log line may hold (10**13 ms) needs."""
 
 
 class Histogram:
     """Counts of durations (milliseconds): fine geometric buckets, and the exported ones.
 
-    `le` holds one count per bound of LE_SECONDS, then one for +Inf (not cumulative).
+    `buckets[i]` counts the durations of fine bucket i (a list, grown as needed: at
+    most about 1,500 for the longest duration a log line may hold). `le` holds one
+    count per bound of LE_SECONDS, then one for +Inf (not cumulative).
     """
 
     __slots__ = ("buckets", "count", "le", "maximum", "total")
 
     def __init__(self) -> None:
-        self.buckets: dict[int, int] = {}
+        self.buckets: list[int] = []
         self.le = [0] * (len(LE_SECONDS) + 1)
         self.count = 0
         self.total = 0.0
         self.maximum = 0.0
 
     def add(self, value: float) -> None:
-        index = _bucket(value)
-        self.buckets[index] = self.buckets.get(index, 0) + 1
-        self.le[bisect_left(_LE_MS, value)] += 1
+        index, le = _buckets(value)
+        buckets = self.buckets
+        if index >= len(buckets):
+            buckets.extend([0] * (index + 1 - len(buckets)))
+        buckets[index] += 1
+        self.le[le] += 1
         self.count += 1
         self.total += value
         self.maximum = max(self.maximum, value)
 
     def merge(self, other: Histogram) -> None:
-        for index, count in other.buckets.items():
-            self.buckets[index] = self.buckets.get(index, 0) + count
+        mine, theirs = self.buckets, other.buckets
+        if len(theirs) > len(mine):
+            mine.extend([0] * (len(theirs) - len(mine)))
+        for index, count in enumerate(theirs):
+            if count:
+                mine[index] += count
         self.le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
         self.count += other.count
         self.total += other.total
@@ -59,8 +70,8 @@ class Histogram:
             return 0.0
         rank = max(1, math.ceil(q * self.count))
         seen = 0
-        for index in sorted(self.buckets):
-            seen += self.buckets[index]
+        for index, count in enumerate(self.buckets):
+            seen += count
             if seen >= rank:
                 middle = BUCKET_RATIO ** (index - 0.5) if index else 1.0
                 return min(middle, self.maximum)
@@ -76,14 +87,16 @@ class Histogram:
 
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`)."""
-        return [sorted(self.buckets.items()), self.le, self.count, self.total, self.maximum]
+        return [self.buckets, self.le, self.count, self.total, self.maximum]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> Histogram:
         buckets, le, count, total, maximum = state
         made = cls()
-        made.buckets = {int(i): int(c) for i, c in buckets}
+        made.buckets = [int(c) for c in buckets]
         made.le = [int(c) for c in le]
+        if len(made.buckets) > FINE_MAX:
+            raise ValueError("too many histogram buckets")
         if len(made.le) != len(LE_SECONDS) + 1:
             raise ValueError("histogram buckets do not match")
         made.count, made.total, made.maximum = int(count), float(total), float(maximum)
@@ -96,6 +109,7 @@ def _le(seconds: float) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def _bucket(value: float) -> int:
-    """The fine bucket of `value` (remembered: durations repeat a lot)."""
-    return math.ceil(math.log(value) / _LOG_RATIO) if value > 1 else 0
+def _buckets(value: float) -> tuple[int, int]:
+    """The fine bucket of `value` and its exported one (remembered: durations repeat a lot)."""
+    fine = math.ceil(math.log(value) / _LOG_RATIO) if value > 1 else 0
+    return fine, bisect_left(_LE_MS, value)

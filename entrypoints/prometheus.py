@@ -43,10 +43,14 @@ def label_of(key: str, by: str) -> str:
 def fold(
     groups: dict[str, Aggregate], by: str, series: list[str]
 ) -> tuple[dict[str, Aggregate], list[str]]:
-    """The aggregates by label value, and the label values exported from now on."""
+    """The aggregates by label value, and the label values exported from now on.
+
+    A label of one key shows that key's aggregate as it is; only labels that join
+    several keys get an aggregate of their own.
+    """
     known = list(series)
     allowed = set(known)
-    folded: dict[str, Aggregate] = {}
+    keys_of: dict[str, list[str]] = {}
     for key in sorted(groups, key=lambda k: groups[k].last_run or 0):
         label = label_of(key, by)
         if label not in allowed:
@@ -55,11 +59,13 @@ def fold(
                 allowed.add(label)
             else:
                 label = OTHER
-        target = folded.get(label)
-        if target is None:
-            folded[label] = groups[key].copy()
-        else:
-            target.merge(groups[key])
+        keys_of.setdefault(label, []).append(key)
+    folded: dict[str, Aggregate] = {}
+    for label, keys in keys_of.items():
+        folded[label] = groups[keys[0]] if len(keys) == 1 else Aggregate()
+        if len(keys) > 1:
+            for key in keys:
+                folded[label].merge(groups[key])
     for label in known:
         folded.setdefault(label, Aggregate())
     return folded, known

@@ -10,7 +10,6 @@ from adapters.files import write_atomically
 from adapters.logfile import LogSummary
 from domain.errors import ExitStatus, StateError
 from domain.stats import Summary
-from entrypoints import report
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -122,6 +121,11 @@ def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
 def _show(
     found: LogSummary, invocation: Invocation, console: StreamConsole, logs: list[str]
 ) -> None:
+    """The table or the JSON document (with -q, neither: nothing would be shown)."""
+    if console.quiet:
+        return
+    from entrypoints import report
+
     rows = report.document(found.summary.finished(), invocation.by)
     if invocation.json:
         doc = {
@@ -151,7 +155,8 @@ def _terminal() -> tuple[int, bool]:
 
 
 def _export(path: str, text: str) -> None:
+    """The textfile, whole or not at all (written again every time, so no fsync)."""
     try:
-        write_atomically(path, text.encode("utf-8"))
+        write_atomically(path, text.encode("utf-8"), durable=False)
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
