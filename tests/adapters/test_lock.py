@@ -32,21 +32,27 @@ def test_a_lock_held_by_another_process_is_busy(tmp_path: Path, watch: SignalWat
     state_lock(tmp_path, watch).acquire()
 
 
+def held_with_a_daemon(folder: Path, watch: SignalWatch) -> tuple[FcntlLock, int]:
+    """The state lock, held, and the pid of a daemon a command under it left running."""
+    lock = state_lock(folder / "state", watch)
+    lock.acquire()
+    pidfile = folder / "pid"
+    runner = PosixProcessRunner(watch, inherit=lock.fds)
+    background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
+    assert runner.run(background, 0, 10).rc == 0
+    return lock, read_pid(str(pidfile))
+
+
 def test_a_runner_that_dies_leaves_the_lock_with_its_command(
     tmp_path: Path, watch: SignalWatch
 ) -> None:
     """Closed without release (as SIGKILL closes it), the lock lives while the command does."""
-    lock = state_lock(tmp_path / "state", watch)
-    lock.acquire()
-    pidfile = tmp_path / "pid"
-    runner = PosixProcessRunner(watch, inherit=lock.fds)
-    background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
-    assert runner.run(background, 0, 10).rc == 0
+    lock, daemon = held_with_a_daemon(tmp_path, watch)
     (fd,) = lock.fds()
     os.close(fd)
     with pytest.raises(LockBusy):
         state_lock(tmp_path / "state", watch).acquire()
-    os.kill(read_pid(str(pidfile)), signal.SIGKILL)
+    os.kill(daemon, signal.SIGKILL)
     wait_for(lambda: _free(tmp_path / "state", watch), what="the lock to be freed")
 
 
@@ -54,13 +60,7 @@ def test_release_frees_the_lock_that_a_background_process_inherited(
     tmp_path: Path, watch: SignalWatch
 ) -> None:
     """Regression: a daemon the command left behind no longer keeps every later run out."""
-    lock = state_lock(tmp_path / "state", watch)
-    lock.acquire()
-    pidfile = tmp_path / "pid"
-    runner = PosixProcessRunner(watch, inherit=lock.fds)
-    background = ["sh", "-c", f"sleep 30 <&- >&- 2>&- & echo $! > {pidfile}"]
-    assert runner.run(background, 0, 10).rc == 0
-    daemon = read_pid(str(pidfile))
+    lock, daemon = held_with_a_daemon(tmp_path, watch)
     try:
         lock.release()
         again = state_lock(tmp_path / "state", watch)
