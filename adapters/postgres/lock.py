@@ -132,7 +132,7 @@ class PgLock:
             ),
         )
         try:
-            self.session.query(sql.LOCK, (self.key(0),), wait=None if forever else wait + lease)
+            self.session.query(sql.LOCK, (self.key(0),), wait=wait + lease)
         except QueryError as error:
             if error.sqlstate == LOCK_NOT_AVAILABLE:
                 return False
@@ -250,7 +250,8 @@ class PgLock:
         if pgconn.status != pq.ConnStatus.OK:
             return "the server closed the session"
         if not self._pending and (stirred or now >= self._asked + self.session.lease / 3):
-            self.session.send(sql.ALIVE)
+            pgconn.send_query_params(sql.ALIVE.encode(), [])
+            pgconn.flush()
             self._pending, self._asked = True, now
         if now - self._confirmed >= self.session.lease:
             return f"the server did not answer for {self.session.lease:.3g}s (--lease)"

@@ -96,7 +96,8 @@ class Session:
         return self.collect(wait)
 
     def send(self, sql: str, params: tuple[object, ...] = ()) -> None:
-        """Send one statement without waiting for its answer (see `collect`)."""
+        """Send one statement (the connection is non-blocking: what does not fit in the
+        socket's buffer is flushed as it drains, within the lease); see `collect`."""
         pgconn = self.pgconn()
         values = [None if p is None else str(p).encode("utf-8", "surrogateescape") for p in params]
         with self._failures():
@@ -219,6 +220,7 @@ class Session:
                         self.url.scrub(f"cannot connect to {self.url.shown}: {reason}")
                     )
                 if poll == pq.PollingStatus.OK:
+                    pgconn.nonblocking = 1
                     self._pgconn = pgconn
                     self._notice_gone_clients()
                     return pgconn
@@ -235,8 +237,11 @@ class Session:
 
 
 def _wait(watch: SignalWatch, socket: int, deadline: float, write: bool) -> None:
-    """Wait for `socket` (to read, or to write), a signal, or the deadline; a signal raises."""
-    remaining = max(0.0, deadline - time.monotonic())
+    """Wait for `socket` (to read, or to write), a signal, or the deadline; a signal raises.
+
+    One wait lasts an hour at most; callers loop until their own deadline.
+    """
+    remaining = min(max(0.0, deadline - time.monotonic()), 3600.0)
     ready = ([socket], []) if not write else ([], [socket])
     select.select([watch.fileno(), *ready[0]], ready[1], [], remaining)
     signum = ending(watch.pending())

@@ -485,3 +485,24 @@ def test_a_multi_host_url_follows_to_the_host_that_answers(
     )
     result = lab.run("apply", "--state", url, "--namespace", namespace, "step", "--", "true")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_wait_without_limit_outlasts_the_lease(lab: Lab, pg_url: str, namespace: str) -> None:
+    """--lock-wait inf queues as long as it takes; the lease bounds the server's answers, not
+    the wait (regression: such a wait ended at the lease)."""
+    first = Host(lab, "web-1", pg_url, namespace)
+    second = Host(lab, "web-2", pg_url, namespace)
+    release = lab.tmp / "release"
+    hold = ["sh", "-c", f"touch {first.started}; while [ ! -e {release} ]; do sleep 0.02; done"]
+    holder = lab.start("apply", *first.args(), "step", "--", *hold)
+    wait_for(first.started.exists, what="the first command")
+    waiter = second.apply_marking("--lock-wait", "inf", "--lease", "1s")
+    wait_for(lambda: waiting_on_lock(pg_url), what="the second host to queue")
+    deadline = time.monotonic() + 2.5
+    wait_for(lambda: time.monotonic() > deadline or waiter.poll() is not None, 5, "the lease")
+    assert waiter.poll() is None
+    release.touch()
+    assert holder.wait(timeout=30) == 0
+    assert waiter.wait(timeout=30) == 0
+    assert waiter.stdout is not None
+    assert waiter.stdout.read() == b"already applied\n"
