@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from adapters.signals import SignalWatch
 
-VERSION = 4
+VERSION = 5
 HEAD_MAX = 1 << 16
 """Bytes of the first line that identify a log."""
 OPEN_MAX_AGE = 7 * 86400.0

@@ -47,6 +47,7 @@ class Aggregate:
         "durations",
         "last_duration",
         "last_failure",
+        "last_failure_rc",
         "last_rc",
         "last_run",
         "last_success",
@@ -71,6 +72,7 @@ class Aggregate:
         self.last_duration: float | None = None
         self.last_success: float | None = None
         self.last_failure: float | None = None
+        self.last_failure_rc: int | None = None
         self.recent: list[tuple[float, str]] = []
 
     def attempt(self, rc: int, duration_ms: int) -> None:
@@ -98,7 +100,7 @@ class Aggregate:
             if self.last_success is None or end > self.last_success:
                 self.last_success = end
         elif self.last_failure is None or end > self.last_failure:
-            self.last_failure = end
+            self.last_failure, self.last_failure_rc = end, rc
         if len(self.recent) < RECENT or first >= self.recent[0][0]:
             insort(self.recent, (first, outcome))
             del self.recent[:-RECENT]
@@ -120,10 +122,14 @@ class Aggregate:
         ):
             self.last_run, self.last_rc = other.last_run, other.last_rc
             self.last_duration = other.last_duration
-        for field in ("last_success", "last_failure"):
-            mine, theirs = getattr(self, field), getattr(other, field)
-            if theirs is not None and (mine is None or theirs > mine):
-                setattr(self, field, theirs)
+        if other.last_success is not None and (
+            self.last_success is None or other.last_success > self.last_success
+        ):
+            self.last_success = other.last_success
+        if other.last_failure is not None and (
+            self.last_failure is None or other.last_failure > self.last_failure
+        ):
+            self.last_failure, self.last_failure_rc = other.last_failure, other.last_failure_rc
         self.recent = sorted(self.recent + other.recent)[-RECENT:]
 
     def copy(self) -> Aggregate:
@@ -169,5 +175,6 @@ _PLAIN = (
     "last_duration",
     "last_success",
     "last_failure",
+    "last_failure_rc",
     "recent",
 )

@@ -132,6 +132,12 @@ GAUGES = (
         0,
     ),
     ("runner_last_exit_code", "Exit code of the last run (-1: none).", "last_rc", -1),
+    (
+        "runner_last_failure_exit_code",
+        "Exit code of the last failed run (-1: none).",
+        "last_failure_rc",
+        -1,
+    ),
     ("runner_last_run_duration_seconds", "Duration of the last run (0: none).", "last_duration", 0),
 )
 

@@ -54,6 +54,7 @@ def document(groups: dict[str, Aggregate], by: str) -> list[dict[str, object]]:
                 "last_rc": group.last_rc,
                 "last_success": _iso(group.last_success),
                 "last_failure": _iso(group.last_failure),
+                "last_failure_rc": group.last_failure_rc,
                 "history": [outcome for _, outcome in group.recent],
             }
         )
@@ -159,6 +160,8 @@ def _cell(row: dict[str, object], field: str) -> str:
         return f"{float(str(value)) * 100:.1f}"
     if field.startswith(("duration_", "attempt_")):
         return human_seconds(float(str(value)))
+    if field == "last_failure" and value is not None:
+        return f"{str(value)[:16].replace('T', ' ')} rc={row['last_failure_rc']}"
     if field.startswith("last_"):
         return "-" if value is None else str(value)[:16].replace("T", " ")
     return str(value)

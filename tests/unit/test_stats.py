@@ -133,6 +133,7 @@ def test_exit_codes_and_the_last_run_are_kept() -> None:
     assert deploy.last_rc == 2
     assert deploy.last_duration == pytest.approx(0.05)
     assert deploy.last_failure == pytest.approx(T0 + 10.05)
+    assert deploy.last_failure_rc == 2
     assert deploy.last_success == pytest.approx(T0 + 3.5)
 
 
