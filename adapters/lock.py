@@ -176,8 +176,8 @@ def _next_token(path: str) -> int | None:
     """Add one to the number in `path` under its flock, durably; None if it may not be written."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except (PermissionError, OSError) as exc:
-        if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return None
         raise StateError(f"cannot open the token file {path}: {exc.strerror}") from None
     try:

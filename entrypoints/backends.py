@@ -53,7 +53,7 @@ class Backend:
 def open_backend(invocation: Invocation, home: str, watch: SignalWatch) -> Backend:
     """The lock (apply's, forget's, or run's --lock) and, but for run, the markers."""
     action = invocation.action
-    what = f"apply {invocation.name}" if action == "apply" else f"{action} {invocation.name}"
+    what = f"{action} {invocation.name}"
     if action == "run":
         words = shell_words(invocation.cmd)
         what = "run " + (words if len(words) <= WHAT_MAX else words[: WHAT_MAX - 3] + "...")

@@ -73,9 +73,7 @@ def _history(
     single = logs[0]
     if len(logs) == 1 and single != "-":
         try:
-            if os.path.isdir(single):
-                raise IsADirectoryError
-            if not os.path.exists(single) or not is_gzip(single):
+            if not (os.path.exists(single) and is_gzip(single)):
                 checkpoint = Checkpoint(single, by)
                 return checkpoint.update(watch, now, console.info), checkpoint
         except FileNotFoundError:

@@ -57,6 +57,20 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def children_of(pid: int) -> list[int]:
+    """Live (not zombie) child processes of `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
 def read_pid(path: str) -> int:
     """The pid a command wrote into `path` (waits for the write to land)."""
 

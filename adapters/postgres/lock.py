@@ -105,12 +105,8 @@ class PgLock:
         if slot is None:
             raise LockBusy(self._holders())
         self._slot = slot
-        token = int(
-            self.session.query(sql.next_token(self.tables.schema), (self.namespace, self.lock))[0][
-                0
-            ]
-            or 0
-        )
+        rows = self.session.query(sql.next_token(self.tables.schema), (self.namespace, self.lock))
+        token = int(rows[0][0] or 0)
         self.session.query(
             sql.claim(self.tables.schema),
             (self.namespace, self.lock, slot, self.what, os.uname().nodename, os.getpid()),
@@ -121,26 +117,20 @@ class PgLock:
     def _wait_in_queue(self, wait: float) -> bool:
         """A blocking pg_advisory_lock bounded by lock_timeout: waiters are served in turn."""
         millis = min(INT_MAX_MS, max(1, round(wait * 1000)))
-        forever = wait * 1000 >= INT_MAX_MS
-        lease = self.session.lease
-        self.session.query(sql.SET, ("lock_timeout", "0" if forever else str(millis)))
-        self.session.query(
-            sql.SET,
-            (
-                "statement_timeout",
-                "0" if forever else str(min(INT_MAX_MS, millis + round(lease * 1000))),
-            ),
-        )
+        lease = round(self.session.lease * 1000)
+        if wait * 1000 >= INT_MAX_MS:
+            self.session.query(sql.TIMEOUTS, ("0", "0"))
+        else:
+            self.session.query(sql.TIMEOUTS, (millis, min(INT_MAX_MS, millis + lease)))
         try:
-            self.session.query(sql.LOCK, (self.key(0),), wait=wait + lease)
+            self.session.query(sql.LOCK, (self.key(0),), wait=wait + self.session.lease)
         except QueryError as error:
             if error.sqlstate == LOCK_NOT_AVAILABLE:
                 return False
             raise
         finally:
             if self.session.fileno() is not None:
-                self.session.query(sql.SET, ("lock_timeout", "0"))
-                self.session.query(sql.SET, ("statement_timeout", str(round(lease * 1000))))
+                self.session.query(sql.TIMEOUTS, ("0", lease))
         return True
 
     def _try_slots(self, deadline: float) -> int | None:

@@ -15,6 +15,7 @@ import select
 import time
 from contextlib import contextmanager
 
+from adapters.postgres import sql
 from adapters.signals import ending
 from domain.errors import Interrupted, StateError
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "pip install 'psycopg[binary]' (or: pip install '.[postgres]')"
 LOCK_NOT_AVAILABLE = "55P03"
-CHECK_CLIENT = "SELECT set_config($1, $2, false)"
 MARGIN = 5.0
 """Seconds the server waits beyond the runner before it gives up on a silent runner."""
 
@@ -138,7 +138,7 @@ class Session:
         setting; they notice when the lock is granted.
         """
         try:
-            self.query(CHECK_CLIENT, ("client_connection_check_interval", "1000"))
+            self.query(sql.SET, ("client_connection_check_interval", "1000"))
         except QueryError:
             pass
 

@@ -50,6 +50,9 @@ TRY_LOCK = "SELECT pg_try_advisory_lock($1::bigint)"
 LOCK = "SELECT pg_advisory_lock($1::bigint)"
 UNLOCK = "SELECT pg_advisory_unlock($1::bigint)"
 SET = "SELECT set_config($1, $2, false)"
+TIMEOUTS = (
+    "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)"
+)
 ALIVE = "SELECT 1"
 
 

@@ -17,7 +17,7 @@ from adapters.lock import FcntlLock
 from adapters.process import PosixProcessRunner
 from adapters.signals import SignalWatch
 from domain.errors import Interrupted, LockBusy, StateError
-from tests.procs import lock_held_elsewhere, read_pid, wait_for
+from tests.procs import children_of, lock_held_elsewhere, read_pid, wait_for
 
 
 def state_lock(folder: Path, watch: SignalWatch) -> FcntlLock:
@@ -130,39 +130,24 @@ def test_lock_wait_queues_until_the_holder_lets_go(tmp_path: Path, watch: Signal
 def test_lock_wait_gives_up_at_its_deadline(tmp_path: Path, watch: SignalWatch) -> None:
     """A holder that never lets go: LockBusy once the wait is spent, no helper left."""
     with lock_held_elsewhere(str(tmp_path / "lock")):
-        before = _children()
+        before = children_of(os.getpid())
         lock = state_lock(tmp_path, watch)
         with pytest.raises(LockBusy):
             lock.acquire(wait=0.2)
-        assert _children() == before
+        assert children_of(os.getpid()) == before
 
 
 def test_a_signal_ends_the_lock_wait(tmp_path: Path, watch: SignalWatch) -> None:
     """SIGTERM while queued: Interrupted at once, no helper left behind."""
     with lock_held_elsewhere(str(tmp_path / "lock")):
-        before = _children()
+        before = children_of(os.getpid())
         sender = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
         sender.start()
         with pytest.raises(Interrupted) as stop:
             state_lock(tmp_path, watch).acquire(wait=60)
         sender.join()
         assert stop.value.signum == signal.SIGTERM
-        assert _children() == before
-
-
-def _children() -> list[int]:
-    """Live child processes of this test process."""
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me and fields[0] != "Z":
-            found.append(int(entry))
-    return found
+        assert children_of(os.getpid()) == before
 
 
 def _free(folder: Path, watch: SignalWatch) -> bool:

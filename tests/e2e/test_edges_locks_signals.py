@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.e2e.conftest import RUNNER, Lab
-from tests.procs import group_members, processes_with, read_pid, wait_for
+from tests.procs import children_of, group_members, processes_with, read_pid, wait_for
 
 
 def test_a_daemon_the_command_started_does_not_keep_the_lock(lab: Lab) -> None:
@@ -70,7 +70,7 @@ def test_a_waiter_queued_on_a_replaced_lock_file_starts_over(lab: Lab) -> None:
     waiter = lab.start(
         "run", "--lock", str(lock), "--lock-wait", "20", "--", "sh", "-c", record, "waiter"
     )
-    wait_for(lambda: _queued(waiter.pid), what="the waiter to queue")
+    wait_for(lambda: children_of(waiter.pid) != [], what="the waiter to queue in the kernel")
     lock.unlink()
     third = lab.start("run", "--lock", str(lock), "--", "sh", "-c", record, "third")
     assert [p.wait(timeout=30) for p in (first, third, waiter)] == [0, 0, 0]
@@ -81,18 +81,6 @@ def test_a_waiter_queued_on_a_replaced_lock_file_starts_over(lab: Lab) -> None:
         assert running <= 2, f"three at once: {events}"
     order = [events[n] for n in range(0, len(events), 2)]
     assert order.index("waiter") > order.index("third") + 1, events
-
-
-def _queued(pid: int) -> bool:
-    """Whether the runner `pid` has forked its flock helper (it waits in the kernel's queue)."""
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[1] == str(pid):
-                    return True
-        except (OSError, IndexError):
-            continue
-    return False
 
 
 BLOCK_THEN_EXEC = """

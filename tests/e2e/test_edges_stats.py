@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import wait_for
+from tests.procs import children_of, wait_for
 
 
 def big_log(path: Path, mebibytes: int) -> None:
@@ -23,19 +23,6 @@ def big_log(path: Path, mebibytes: int) -> None:
     with path.open("wb") as handle:
         for _ in range(mebibytes * (1 << 20) // len(block) + 1):
             handle.write(block)
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[1] == str(pid) and fields[0] != "Z":
-            found.append(int(entry))
-    return found
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, -2)])
