@@ -24,14 +24,18 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
 
     One log file is read from where the last `stats` stopped (its checkpoint); several
     logs, gzip-compressed ones and `-` (stdin) are read whole. --since narrows the
-    table and JSON to a window, and adds window gauges to the Prometheus file.
+    table and JSON to a window, and adds window gauges to the Prometheus file. Stdin
+    can be read only once: with --since, what it yields is the window alone.
     """
     logs = invocation.logs or [os.path.join(home, "runs.jsonl")]
     by, now = invocation.by, time.time()
-    history, checkpoint = _history(logs, by, watch, console, now)
-    window = None
-    if invocation.since is not None:
-        window = history if logs == ["-"] else _read(logs, by, now - invocation.since, watch)
+    since = None if invocation.since is None else now - invocation.since
+    if logs == ["-"]:
+        history, checkpoint = _read(logs, by, since, watch), None
+        window = None if since is None else history
+    else:
+        history, checkpoint = _history(logs, by, watch, console, now)
+        window = None if since is None else _read(logs, by, since, watch)
     if history.malformed:
         noun = "line" if history.malformed == 1 else "lines"
         console.info(
@@ -71,7 +75,7 @@ def _history(
     from adapters.checkpoint import Checkpoint, is_gzip
 
     single = logs[0]
-    if len(logs) == 1 and single != "-":
+    if len(logs) == 1:
         try:
             if not (os.path.exists(single) and is_gzip(single)):
                 checkpoint = Checkpoint(single, by)

@@ -222,3 +222,16 @@ def test_the_checkpoint_is_not_in_the_way_of_rotation_globs(lab: Lab) -> None:
     assert sorted(p.name for p in lab.home.glob("runs.jsonl*")) == ["runs.jsonl"]
     assert (lab.home / ".runs.jsonl.stats-cmd.json").exists()
     assert os.path.getsize(lab.home / ".runs.jsonl.stats-cmd.json") < 10_000
+
+
+def test_since_narrows_a_log_read_from_stdin(lab: Lab) -> None:
+    """--log - with --since: stdin is read once, through the window (regression: ignored)."""
+    piped = subprocess.run(
+        [sys.executable, RUNNER, "stats", "--json", "--since", "1h", "--log", "-"],
+        input=line("old", "job", 1, ago=3 * 3600) + line("new", "job", 0),
+        capture_output=True,
+        env=lab.env,
+        check=True,
+    )
+    (job,) = json.loads(piped.stdout)["groups"]
+    assert (job["runs"], job["succeeded"]) == (1, 1)
