@@ -57,6 +57,27 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def running(pgid: int, program: str) -> bool:
+    """Whether a live member of process group `pgid` runs `program` (its name in /proc)."""
+    for member in group_members(pgid):
+        try:
+            with open(f"/proc/{member}/comm") as handle:
+                if handle.read().strip() == program:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_running(pgid: int, program: str, timeout: float = 10.0) -> None:
+    """Wait until `program` runs in group `pgid`: the command is past its shell's start-up.
+
+    A shell that writes its pid is not yet the command: `sh -c` catches SIGINT
+    until it execs, so a signal sent on the pid file alone can be lost.
+    """
+    wait_for(lambda: running(pgid, program), timeout, f"{program} in group {pgid}")
+
+
 def children_of(pid: int) -> list[int]:
     """Live (not zombie) child processes of `pid`."""
     found = []

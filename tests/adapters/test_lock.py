@@ -246,3 +246,31 @@ def test_a_lock_file_that_can_only_be_read_still_locks(
     with pytest.raises(LockBusy):
         FcntlLock(str(path), watch).acquire()
     lock.release()
+
+
+def test_fencing_tokens_from_racing_processes_are_all_distinct(tmp_path: Path) -> None:
+    """Regression guard: without the token file's flock, racing holders got the same token.
+
+    Sixteen processes (as sixteen `--slots 16` holders) each take 50 tokens at once:
+    every number from 1 to 800 is handed out exactly once.
+    """
+    from adapters.lock import _next_token
+
+    path = str(tmp_path / "job.lock.token")
+    start_read, start_write = os.pipe()
+    children = []
+    for worker in range(16):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os.close(start_write)
+            os.read(start_read, 1)
+            tokens = [_next_token(path) for _ in range(50)]
+            (tmp_path / f"tokens{worker}").write_text(" ".join(map(str, tokens)))
+            os._exit(0)
+        children.append(pid)
+    os.close(start_read)
+    os.close(start_write)
+    for pid in children:
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    handed = [int(t) for w in range(16) for t in (tmp_path / f"tokens{w}").read_text().split()]
+    assert sorted(handed) == list(range(1, 801))

@@ -10,7 +10,15 @@ import sys
 import pytest
 
 from tests.e2e.conftest import RUNNER, Lab
-from tests.procs import children_of, group_members, processes_with, read_pid, wait_for
+from tests.procs import (
+    catches,
+    children_of,
+    group_members,
+    processes_with,
+    read_pid,
+    wait_for,
+    wait_running,
+)
 
 
 def test_a_daemon_the_command_started_does_not_keep_the_lock(lab: Lab) -> None:
@@ -130,6 +138,7 @@ def test_a_blocked_sigterm_is_still_passed_on(lab: Lab) -> None:
         env=lab.env,
     )
     pgid = read_pid(pidfile)
+    wait_running(pgid, "sleep")
     runner.send_signal(signal.SIGTERM)
     assert runner.wait(timeout=20) == 143
     assert group_members(pgid) == []
@@ -148,7 +157,7 @@ def test_nohup_keeps_sighup_ignored_for_the_command(lab: Lab) -> None:
     assert runner.wait(timeout=20) == 0
 
 
-TRAP = 'echo $$ > {pid}; trap "echo got-{name} >> {out}" {name}; while :; do sleep 0.05; done'
+TRAP = 'trap "echo got-{name} >> {out}" {name}; echo $$ > {pid}; while :; do sleep 0.05; done'
 
 
 @pytest.mark.parametrize("name", ["USR1", "USR2", "ALRM", "WINCH"])
@@ -158,6 +167,7 @@ def test_signals_that_would_end_the_runner_are_passed_on_instead(lab: Lab, name:
     script = TRAP.format(pid=pidfile, name=name, out=out)
     runner = lab.start("run", "--timeout", "30", "--", "sh", "-c", script)
     pgid = read_pid(pidfile)
+    wait_for(lambda: catches(pgid, getattr(signal, "SIG" + name)), what="the trap to be set")
     runner.send_signal(getattr(signal, "SIG" + name))
     wait_for(lambda: out.exists() and f"got-{name}" in out.read_text(), what="the trap")
     assert runner.poll() is None
@@ -175,6 +185,7 @@ def test_sigquit_is_passed_on_and_the_runner_ends_by_it_without_a_core(lab: Lab)
         cwd=lab.tmp,
     )
     pgid = read_pid(pidfile)
+    wait_running(pgid, "sleep")
     runner.send_signal(signal.SIGQUIT)
     assert runner.wait(timeout=20) == -signal.SIGQUIT
     assert group_members(pgid) == []
@@ -193,7 +204,7 @@ def test_a_shell_script_stops_at_ctrl_c_through_the_runner(lab: Lab) -> None:
     shell = subprocess.Popen(
         ["bash", "-c", script, sys.executable], env=lab.env, start_new_session=True
     )
-    read_pid(pidfile)
+    wait_running(read_pid(pidfile), "sleep")
     os.killpg(shell.pid, signal.SIGINT)
     assert shell.wait(timeout=20) == -signal.SIGINT
     assert not marker.exists()

@@ -12,7 +12,14 @@ from datetime import datetime
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import group_members, lock_held_elsewhere, processes_with, read_pid, wait_for
+from tests.procs import (
+    group_members,
+    lock_held_elsewhere,
+    processes_with,
+    read_pid,
+    wait_for,
+    wait_running,
+)
 
 
 def test_1_output_and_exit_code_pass_through(lab: Lab) -> None:
@@ -139,6 +146,7 @@ def test_6_signals_are_passed_on_and_the_runner_exits_128_plus_n(
         "run", "--", "sh", "-c", f'echo $$ > {pidfile}; exec "$0"', lab.fixture("hang.sh")
     )
     pgid = read_pid(pidfile)
+    wait_running(pgid, "sleep")
     runner.send_signal(signum)
     assert runner.wait(timeout=20) == code
     assert group_members(pgid) == []

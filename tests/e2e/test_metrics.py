@@ -110,7 +110,7 @@ def test_a_half_written_last_line_waits_for_its_end(lab: Lab) -> None:
 
 def rotate_and_go_on(lab: Lab, how: str) -> None:
     """Rotate runs.jsonl as logrotate would; a line lands in the old file after the last stats."""
-    old = lab.home / "runs.jsonl.1"
+    old = lab.home / ("runs.jsonl-20261130" if how == "dated" else "runs.jsonl.1")
     if how == "copytruncate":
         shutil.copy(lab.log, old)
         with lab.log.open("r+b") as log:
@@ -127,9 +127,9 @@ def rotate_and_go_on(lab: Lab, how: str) -> None:
         log.write(line("after", "job", 0))
 
 
-@pytest.mark.parametrize("how", ["create", "compress", "copytruncate"])
+@pytest.mark.parametrize("how", ["create", "compress", "copytruncate", "dated"])
 def test_rotation_counts_no_line_twice_and_misses_none(lab: Lab, how: str) -> None:
-    """Moved, compressed, or copied and truncated: every line counted exactly once."""
+    """Moved (numbered or dated), compressed, or copied and truncated: every line once."""
     prom = lab.tmp / "runner.prom"
     lab.log.write_bytes(line("before", "job", 0))
     lab.run("stats", "--prometheus", str(prom))

@@ -135,6 +135,37 @@ def test_replay_stdin_keeps_nothing_behind(lab: Lab) -> None:
     assert b"(deleted)" in result.stderr
 
 
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, -2)])
+def test_a_signal_while_stdin_is_kept_ends_the_run_before_any_attempt(
+    lab: Lab, signum: int, code: int
+) -> None:
+    """Regression guard: a signal during --replay-stdin's copy ends the runner; nothing runs."""
+    ran = lab.tmp / "ran"
+    runner = subprocess.Popen(
+        [sys.executable, RUNNER, "run", "--replay-stdin", "--", "touch", str(ran)],
+        stdin=subprocess.PIPE,
+        env=lab.env,
+    )
+    assert runner.stdin is not None
+    runner.stdin.write(b"first chunk\n")
+    runner.stdin.flush()
+    wait_for(lambda: _reads_stdin_into_a_copy(runner.pid), what="the copy of stdin to begin")
+    runner.send_signal(signum)
+    assert runner.wait(timeout=20) == code
+    runner.stdin.close()
+    assert not ran.exists()
+    assert not lab.log.exists()
+
+
+def _reads_stdin_into_a_copy(pid: int) -> bool:
+    """Whether `pid` holds an unlinked copy of stdin open (pytest's own capture files are 1, 2)."""
+    try:
+        fds = [fd for fd in os.listdir(f"/proc/{pid}/fd") if int(fd) > 2]
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}").endswith("(deleted)") for fd in fds)
+    except OSError:
+        return False
+
+
 SCRIPT = shutil.which("script")
 
 
