@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 
@@ -8,6 +9,14 @@ import pytest
 
 from adapters.signals import SignalWatch
 from tests import pgserver
+
+# A suite started in the background of a script (as `cmd &` in sh) inherits SIGINT and
+# SIGQUIT ignored, and so would every runner it starts: the runner keeps a signal its
+# parent ignored, as nohup needs. The tests send both and expect them heard.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
