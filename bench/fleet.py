@@ -1,9 +1,14 @@
-"""The PostgreSQL lock under faults: how soon the command hears that its lock is gone.
+"""The PostgreSQL lease lock at fleet scale, against a real server of the benchmark's own.
 
-A real server of the benchmark's own (tests/pgserver.py). Each repetition starts an
-apply whose command notes the instant SIGTERM reaches it, then ends the lock's
-session on the server (pg_terminate_backend, or an immediate restart) and takes
-the time from the fault to that instant. Target: 100 ms.
+- crowd: N hosts (separate homes, one process each) run the README's fleet recipe at
+  once, `run --state URL --lock nightly --lock-wait 600s -- JOB`, against a server with
+  max_connections 50. Every one must succeed, one at a time; the server's connection
+  count (pg_stat_activity, sampled every 20 ms) must stay at or below 20. Handover is
+  the time from one job's end to the next one's start, over the handovers made while
+  at least 100 hosts were still waiting (and over all of them).
+- renewals: one holder for 3 leases; the server's count of updates to its lease row.
+- cost: `run --state URL --lock L -- true` against `run --lock FILE -- true`, straight
+  to the server and through PgBouncer (transaction mode) when it is installed.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,76 +26,145 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from adapters.postgres.lock import advisory_key  # noqa: E402
 from tests import pgserver  # noqa: E402
+from tests.pgbouncer import pgbouncer  # noqa: E402
 
-HOLD = """
-import os, signal, sys, time
-def stop(signum, frame):
-    open(sys.argv[2], "w").write(repr(time.time()))
-    os._exit(143)
-signal.signal(signal.SIGTERM, stop)
-open(sys.argv[1], "w").write("started")
-while True:
-    signal.pause()
-"""
+RUNNER = [sys.executable, str(ROOT / "runner.py")]
+JOB = "echo start $(date +%s.%N) >> {log}; sleep {seconds}; echo end $(date +%s.%N) >> {log}"
 
 
-def bench_lost_lock(terminations: int, restarts: int) -> dict[str, Any]:
-    """Fault to SIGTERM at the command, in ms: median and worst, per kind of fault."""
-    import psycopg
-
+def bench_fleet(hosts: int, repeat: int) -> dict[str, Any]:
     try:
-        server_context = pgserver.own_server()
-        server = server_context.__enter__()
+        context = pgserver.own_server("-c max_connections=50")
+        server = context.__enter__()
     except (LookupError, OSError, KeyError) as reason:
         return {"skipped": str(reason)}
     try:
         pgserver.wait_until_accepting(server.url)
-        with psycopg.connect(server.url, autocommit=True) as conn:
-
-            def terminate(namespace: str) -> None:
-                key = advisory_key("apply", namespace) & 0xFFFFFFFFFFFFFFFF
-                conn.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-                    " AND granted AND classid = %s AND objid = %s",
-                    (key >> 32, key & 0xFFFFFFFF),
-                )
-
-            kill = [_reaction(server.url, terminate) for _ in range(terminations)]
-        restart = [_reaction(server.url, lambda _: server.restart()) for _ in range(restarts)]
+        results: dict[str, Any] = {"crowd": _crowd(server.url, hosts)}
+        results["renewals"] = _renewals(server.url, lease=3.0, leases=3)
+        results["cost"] = _cost(server.url, repeat)
     finally:
-        server_context.__exit__(None, None, None)
+        context.__exit__(None, None, None)
+    return results
+
+
+def _crowd(url: str, hosts: int) -> dict[str, Any]:
+    """`hosts` runners at once on one lock; connections sampled while they run."""
+    import psycopg
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-crowd-"))
+    log = scratch / "timeline"
+    job = JOB.format(log=log, seconds=0.05)
+    env = {**os.environ, "RUNNER_STATE_URL": url}
+    peak, stop = [0], threading.Event()
+
+    def sample() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not stop.is_set():
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                    " AND pid <> pg_backend_pid()"
+                ).fetchone()
+                peak[0] = max(peak[0], int(row[0]) if row else 0)
+                stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    begun = time.monotonic()
+    runs = []
+    for n in range(hosts):
+        home = scratch / f"host{n}"
+        home.mkdir()
+        options = ["--home", str(home), "--namespace", "bench", "--lock", "nightly"]
+        runs.append(
+            subprocess.Popen(
+                [*RUNNER, "run", *options, "--lock-wait", "600s", "--", "sh", "-c", job],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+    codes = [run.wait(timeout=3600) for run in runs]
+    elapsed = time.monotonic() - begun
+    stop.set()
+    sampler.join()
+    failures = [run.stderr.read().decode()[-300:] for run in runs if run.stderr and run.returncode]
+    words = log.read_text().split()
+    kinds, times = words[0::2], [float(t) for t in words[1::2]]
+    serial = kinds == ["start", "end"] * hosts and times == sorted(times)
+    handovers = [times[i + 1] - times[i] for i in range(1, len(times) - 1, 2)]
+    crowded = handovers[: max(1, hosts - 100)]
     return {
-        "terminate_ms": _summary(kill),
-        "restart_ms": _summary(restart),
-        "target_ms": 100,
+        "hosts": hosts,
+        "succeeded": codes.count(0),
+        "failures": failures[:3],
+        "one_at_a_time": serial,
+        "max_connections": 50,
+        "peak_connections": peak[0],
+        "seconds": elapsed,
+        "handover_100_waiting": _percentiles(crowded),
+        "handover_all": _percentiles(handovers),
     }
 
 
-def _summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "max": max(values), "runs": len(values)}
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"p50_s": pick(0.5), "p99_s": pick(0.99), "count": len(ordered)}
 
 
-def _reaction(url: str, fault: Any) -> float:
-    scratch = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
-    started, stopped = scratch / "started", scratch / "stopped"
-    namespace = "b" + os.urandom(6).hex()
-    command = [sys.executable, "-c", HOLD, str(started), str(stopped)]
-    state = ["--state", url, "--namespace", namespace]
-    runner = [sys.executable, str(ROOT / "runner.py"), "apply", "--home", str(scratch)]
-    holder = subprocess.Popen(
-        [*runner, *state, "step", "--", *command],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def _renewals(url: str, lease: float, leases: int) -> dict[str, Any]:
+    """Updates of one lease row while a holder keeps it for `leases` leases."""
+    import psycopg
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-renew-"))
+    seconds = lease * leases
+    options = ["--home", str(scratch), "--state", url, "--namespace", "renew", "--lock", "r"]
+    subprocess.run(
+        [*RUNNER, "run", *options, "--lease", f"{lease}s", "--", "sleep", str(seconds)],
+        check=True,
     )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        if time.monotonic() > deadline:
-            holder.kill()
-            raise RuntimeError("the apply's command did not start")
-        time.sleep(0.005)
-    begun = time.time()
-    fault(namespace)
-    holder.wait(timeout=60)
-    return (float(stopped.read_text()) - begun) * 1000
+
+    def updates() -> int:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'runner_leases'"
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+    deadline = time.monotonic() + 5
+    count = updates()
+    while count == 0 and time.monotonic() < deadline:  # the server publishes its counts lazily
+        time.sleep(0.1)
+        count = updates()
+    return {"lease_s": lease, "held_s": seconds, "renewals": count, "per_lease": count / leases}
+
+
+def _cost(url: str, repeat: int) -> dict[str, Any]:
+    """Median wall time of one locked `true`: a file lock, PostgreSQL, PgBouncer."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-cost-"))
+    home = ["--home", str(scratch)]
+
+    def median(*options: str) -> float:
+        times = []
+        for _ in range(repeat):
+            begun = time.perf_counter()
+            subprocess.run([*RUNNER, "run", *home, *options, "--", "true"], check=True)
+            times.append((time.perf_counter() - begun) * 1000)
+        return statistics.median(times)
+
+    figures: dict[str, Any] = {
+        "file_lock_ms": median("--lock", str(scratch / "lock")),
+        "postgres_ms": median("--state", url, "--lock", "cost"),
+        "target_ms": 100,
+    }
+    try:
+        with pgbouncer(url, "transaction") as bounced:
+            figures["pgbouncer_ms"] = median("--state", bounced, "--lock", "cost")
+    except (LookupError, OSError) as reason:
+        figures["pgbouncer_skipped"] = str(reason)
+    return figures

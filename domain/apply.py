@@ -90,7 +90,7 @@ def apply(
         if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
             console.say("already applied")
             return ExitStatus.OK
-        rc = attempts.run(cmd, policy, name, token)
+        rc = attempts.run(cmd, policy, name, token, lock)
         if rc != 0:
             if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
                 return rc
@@ -98,7 +98,7 @@ def apply(
             return ExitStatus.FAILED
         reason = lock.lost()
         if reason is not None:
-            raise LockLost(reason, stopped=False)
+            raise LockLost(reason, "not marked as applied")
         markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
         console.info(f"applied {name}")
         return ExitStatus.OK

@@ -69,8 +69,7 @@ def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
 class LockLost(RunnerError):
     """The lock was lost (its session ended or went silent) while it was held."""
 
-    def __init__(self, reason: str, *, stopped: bool) -> None:
-        then = "command stopped" if stopped else "not marked as applied"
+    def __init__(self, reason: str, then: str) -> None:
         super().__init__(f"lost the lock: {reason}; {then}")
         self.reason = reason
 

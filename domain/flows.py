@@ -42,12 +42,18 @@ class Attempts:
         self.random = random
 
     def run(
-        self, cmd: list[str], policy: Policy, name: str | None = None, token: int | None = None
+        self,
+        cmd: list[str],
+        policy: Policy,
+        name: str | None = None,
+        token: int | None = None,
+        lock: Lock | None = None,
     ) -> int:
         """Return the last attempt's rc; raise Interrupted when a signal ends the run.
 
-        `token` is the fencing token of the lock held, handed to the command as
-        RUNNER_FENCING_TOKEN. Raises LockLost when the lock was lost meanwhile.
+        `token` is the fencing token of `lock`, held, handed to the command as
+        RUNNER_FENCING_TOKEN. Raises LockLost when the lock was lost meanwhile:
+        while a command ran (it was stopped), or during a wait (no attempt follows).
         """
         first = self.clock.monotonic()
         attempt = 0
@@ -85,12 +91,15 @@ class Attempts:
             if isinstance(step, Stop):
                 raise Interrupted(step.signum)
             if isinstance(step, Abandon):
-                raise LockLost(step.reason, stopped=True)
+                raise LockLost(step.reason, "command stopped")
             if isinstance(step, Finish):
                 return step.rc
             signum = self.clock.sleep(step.delay)
             if signum is not None:
                 raise Interrupted(signum)
+            lost = None if lock is None else lock.lost()
+            if lost is not None:
+                raise LockLost(lost, "no further attempt")
 
     def _report(
         self,
@@ -126,6 +135,6 @@ def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None
         return attempts.run(cmd, policy)
     token = lock.acquire(policy.lock_wait)
     try:
-        return attempts.run(cmd, policy, token=token)
+        return attempts.run(cmd, policy, token=token, lock=lock)
     finally:
         lock.release()

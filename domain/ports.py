@@ -71,6 +71,16 @@ class Lock(Protocol):
         """Let go of the lock, for every process that inherited it too."""
 
 
+class LeaseStore(Protocol):
+    def renew(self, within: float) -> bool:
+        """Extend this holder's lease, answering within `within` seconds.
+
+        True: the lease is still this holder's, now extended. False: it expired or
+        another holder took it. Raises StateError when the server could not be
+        reached or did not answer in time (worth another try).
+        """
+
+
 class Console(Protocol):
     def say(self, text: str) -> None:
         """A status line on stdout, such as `already applied` (silenced by --quiet)."""

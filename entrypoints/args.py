@@ -93,6 +93,17 @@ def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
     if url is not None and not url.startswith(("postgresql://", "postgres://")):
         raise UsageError("--state: expected a postgresql://user@host:port/db URL")
     invocation.state_url = url
+    leased = url is not None and (invocation.action == "apply" or invocation.lock is not None)
+    if leased and invocation.policy.kill_after == 0 and invocation.stop_signal != 9:
+        raise UsageError(
+            "--kill-after 0 with a --state lock: a lost lease could never be bounded "
+            "(give the command a grace, or --signal KILL)"
+        )
+    if leased and invocation.foreground:
+        raise UsageError(
+            "--foreground with a --state lock: a lost lease must stop everything the "
+            "command started, which --foreground does not"
+        )
     if invocation.action == "run" and url is not None and invocation.lock is not None:
         try:
             check_name(invocation.lock)

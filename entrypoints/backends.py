@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from adapters.lock import FcntlLock
     from adapters.markers import FileMarkerStore
+    from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
     from adapters.signals import SignalWatch
@@ -50,6 +51,22 @@ class Backend:
             self.tables.session.close()
 
 
+def scrubbed_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a command may see: RUNNER_STATE_URL without any form of password
+    (left out whole when it is no state URL at all)."""
+    from adapters.postgres.url import StateUrl
+    from domain.errors import UsageError
+
+    given = dict(environ)
+    url = given.pop("RUNNER_STATE_URL", None)
+    if url is not None:
+        try:
+            given["RUNNER_STATE_URL"] = StateUrl(url).shown
+        except UsageError:
+            pass
+    return given
+
+
 def open_backend(invocation: Invocation, home: str, watch: SignalWatch) -> Backend:
     """The lock (apply's, forget's, or run's --lock) and, but for run, the markers."""
     action = invocation.action
@@ -75,6 +92,7 @@ def _files(invocation: Invocation, state: str, watch: SignalWatch, what: str) ->
 
 
 def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
+    from adapters.clock import random_fraction
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
     from adapters.postgres.session import Session
@@ -82,24 +100,30 @@ def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
 
     assert invocation.state_url is not None
     url = StateUrl(invocation.state_url)
-    session = Session(
-        url,
-        watch,
-        connect_timeout=invocation.connect_timeout,
-        lease=invocation.lease,
-        kill_after=invocation.policy.kill_after,
-    )
-    tables = Tables(session, invocation.schema)
+    lease = invocation.lease
+
+    def session(signals: SignalWatch | None, limit: float) -> Session:
+        return Session(url, signals, connect_timeout=invocation.connect_timeout, limit=limit)
+
+    def keeper(lock: PgLock) -> LeaseKeeper:
+        from adapters.postgres.keeper import LeaseKeeper
+
+        return LeaseKeeper(lock, session(None, lease / 3))
+
+    tables = Tables(session(watch, lease), invocation.schema)
     namespace = invocation.namespace
-    environ = dict(os.environ)
-    if "RUNNER_STATE_URL" in environ:
-        environ["RUNNER_STATE_URL"] = url.shown
-    if invocation.action == "run":
-        assert invocation.lock is not None
-        lock = PgLock(
-            session, tables, namespace, f"run:{invocation.lock}", slots=invocation.slots, what=what
-        )
-        return Backend(lock, None, environ=environ, tables=tables, guard=lock)
-    lock = PgLock(session, tables, namespace, "apply", what=what)
-    markers = PgMarkerStore(tables, namespace)
+    environ = scrubbed_environ(os.environ)
+    name = f"run:{invocation.lock}" if invocation.action == "run" else "apply"
+    lock = PgLock(
+        tables,
+        namespace,
+        name,
+        slots=invocation.slots if invocation.action == "run" else 1,
+        what=what,
+        lease=lease,
+        kill_after=invocation.policy.kill_after,
+        keeper=keeper,
+        random=random_fraction,
+    )
+    markers = None if invocation.action == "run" else PgMarkerStore(tables, namespace, lock)
     return Backend(lock, markers, environ=environ, tables=tables, guard=lock)

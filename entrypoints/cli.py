@@ -112,11 +112,16 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         from adapters.stdin import keep_stdin
 
         keep_stdin(watch)
+    environ = None if backend is None else backend.environ
+    if environ is None and "RUNNER_STATE_URL" in os.environ:
+        from entrypoints.backends import scrubbed_environ
+
+        environ = scrubbed_environ(os.environ)
     processes = PosixProcessRunner(
         watch,
         inherit=tuple if backend is None else backend.lock.fds,
         guard=None if backend is None else backend.guard,
-        environ=None if backend is None else backend.environ,
+        environ=environ,
         stop_signal=invocation.stop_signal,
         foreground=invocation.foreground,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from domain.attempts import AttemptRecord, Outcome
 from domain.errors import Interrupted, LockBusy
 
@@ -128,3 +130,41 @@ class FakeConsole:
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)
+
+
+class FakeLeaseStore:
+    """Answers renewals from a script: True (renewed), False (taken), or an exception.
+
+    Each renewal takes `takes` seconds of `clock`; `asked` records the time of each
+    and the bound it was given. An empty script renews for ever.
+    """
+
+    def __init__(
+        self, clock: FakeClock, answers: Sequence[bool | Exception] = (), takes: float = 0.01
+    ) -> None:
+        self.clock = clock
+        self.answers = list(answers)
+        self.takes = takes
+        self.asked: list[tuple[float, float]] = []
+
+    def renew(self, within: float) -> bool:
+        self.asked.append((self.clock.now, within))
+        self.clock.now += min(self.takes, within)
+        answer = self.answers.pop(0) if self.answers else True
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def waiting(clock: FakeClock, stop_after: float) -> Callable[[float], bool]:
+    """A keeper's wait on `clock`: advances time; says stop once `stop_after` seconds passed."""
+    end = clock.now + stop_after
+
+    def wait(seconds: float) -> bool:
+        if clock.now + seconds >= end:
+            clock.now = max(clock.now, end)
+            return True
+        clock.now += seconds
+        return False
+
+    return wait

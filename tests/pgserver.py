@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 USER = "runner"
@@ -38,11 +38,21 @@ def free_port() -> int:
 
 
 class Server:
-    """A running server of the tests' own: its URL, and a way to restart it."""
+    """A running server of the tests' own: its URL and port, and ways to stop and start it."""
 
-    def __init__(self, url: str, restart: Callable[[], None]) -> None:
+    def __init__(self, url: str, port: int, control: list[str]) -> None:
         self.url = url
-        self.restart = restart
+        self.port = port
+        self.control = control
+
+    def restart(self) -> None:
+        _quietly([*self.control, "-m", "immediate", "restart"])
+
+    def stop(self) -> None:
+        _quietly([*self.control, "-m", "immediate", "stop"])
+
+    def start(self) -> None:
+        _quietly([*self.control, "start"])
 
 
 @contextmanager
@@ -57,8 +67,11 @@ def server() -> Iterator[str]:
 
 
 @contextmanager
-def own_server() -> Iterator[Server]:
-    """A server of this test's own (never a given one), which the test may restart."""
+def own_server(settings: str = "") -> Iterator[Server]:
+    """A server of this test's own (never a given one), which the test may restart.
+
+    `settings` are more server options (`-c max_connections=50`).
+    """
     initdb, pg_ctl = find_tool("initdb"), find_tool("pg_ctl")
     if not initdb or not pg_ctl:
         raise LookupError("PostgreSQL server programs (initdb, pg_ctl) are not installed")
@@ -92,15 +105,11 @@ def own_server() -> Iterator[Server]:
             "--no-sync",
         ]
     )
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off {settings}"
     control = [*as_user, pg_ctl, "-D", data, "-o", options, "-l", log, "-w", "-t", "60"]
     _quietly([*control, "start"])
-
-    def restart() -> None:
-        _quietly([*control, "-m", "immediate", "restart"])
-
     try:
-        yield Server(f"postgresql://{USER}:{password}@127.0.0.1:{port}/postgres", restart)
+        yield Server(f"postgresql://{USER}:{password}@127.0.0.1:{port}/postgres", port, control)
     finally:
         subprocess.run(
             [*as_user, pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],

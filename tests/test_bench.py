@@ -35,4 +35,8 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
     assert b"runner / floor" in result.stdout
-    assert "skipped" in figures["fleet"] or figures["fleet"]["terminate_ms"]["runs"] == 3
+    fleet = figures["fleet"]
+    assert "skipped" in fleet or (fleet["crowd"]["succeeded"], fleet["crowd"]["one_at_a_time"]) == (
+        12,
+        True,
+    )

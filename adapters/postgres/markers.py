@@ -1,8 +1,9 @@
-"""Markers as rows (namespace, name) of the schema's runner_markers, under the lock."""
+"""Markers as rows (namespace, name) of the schema's runner_markers."""
 
 from __future__ import annotations
 
 import os
+import time
 
 from adapters.jsonl import dumps, iso8601
 from adapters.postgres import sql
@@ -10,50 +11,70 @@ from domain.errors import StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from adapters.postgres.lock import Tables
+    from adapters.postgres.lock import PgLock, Tables
 
 
 class PgMarkerStore:
-    """Written on the lock's own session: a lost session never leaves a marker behind.
+    """Markers of one namespace; with `lock`, written only while its lease holds.
 
+    A marker is written in the same statement that checks the lease, so a run that
+    lost its lock (or was stopped mid-write: the statement is cancelled) never
+    leaves one behind. A server restart shorter than the lease is ridden out.
     The command is kept as JSON text (arguments that are not UTF-8 survive, which
     jsonb would refuse).
     """
 
-    def __init__(self, tables: Tables, namespace: str) -> None:
+    def __init__(self, tables: Tables, namespace: str, lock: PgLock | None = None) -> None:
         self.tables = tables
-        self.session = tables.session
         self.namespace = namespace
+        self.lock = lock
+
+    def _until(self) -> float:
+        """How long an unreachable server is waited for: the lease while one is held."""
+        session = self.tables.session
+        patience = self.lock.lease if self.lock is not None else session.connect_timeout
+        return time.monotonic() + patience
 
     def exists(self, name: str) -> bool:
-        if not self.tables.exist():
-            return False
+        schema = self.tables.schema
         return bool(
-            self.session.query(sql.marker_exists(self.tables.schema), (self.namespace, name))
+            self.tables.call(
+                sql.marker_exists(schema), (self.namespace, name), until=self._until(), create=False
+            )
         )
 
     def write(self, name: str, *, when: float, run_id: str, cmd: list[str]) -> None:
+        params: tuple[object, ...] = (
+            self.namespace,
+            name,
+            repr(when),
+            run_id,
+            dumps(list(cmd)),
+            os.uname().nodename,
+        )
+        if self.lock is not None:
+            params += (self.lock.lock, self.lock.owner)
+        text = sql.write_marker(self.tables.schema, guarded=self.lock is not None)
         try:
-            self.tables.ensure()
-            self.session.query(
-                sql.write_marker(self.tables.schema),
-                (self.namespace, name, repr(when), run_id, dumps(list(cmd)), os.uname().nodename),
-            )
+            written = self.tables.call(text, params, until=self._until())
         except StateError as error:
             raise StateError(f"{name} was applied but is not recorded: {error}") from None
+        if not written:
+            raise StateError(f"{name} was applied but is not recorded: the lock's lease was lost")
 
     def remove(self, name: str) -> bool:
-        if not self.tables.exist():
-            return False
+        schema = self.tables.schema
         return bool(
-            self.session.query(sql.remove_marker(self.tables.schema), (self.namespace, name))
+            self.tables.call(
+                sql.remove_marker(schema), (self.namespace, name), until=self._until(), create=False
+            )
         )
 
     def entries(self) -> list[dict[str, object]]:
         """Every marker of the namespace, by name; a corrupt row says so and the rest stand."""
-        if not self.tables.exist():
-            return []
-        rows = self.session.query(sql.markers(self.tables.schema), (self.namespace,))
+        rows = self.tables.call(
+            sql.markers(self.tables.schema), (self.namespace,), until=self._until(), create=False
+        )
         import json
 
         found: list[dict[str, object]] = []

@@ -1,17 +1,19 @@
 """Every statement the PostgreSQL backend sends, in one place.
 
 Tables live in one named schema (--schema, default `public`), never wherever a
-role's search_path points, so every host and role sees the same markers.
+role's search_path points, so every host and role sees the same rows. A lock is
+a row of runner_leases with an expiry by the server's clock: no statement holds
+a session-level lock or setting, so every one works through PgBouncer in
+transaction mode as well as straight to the server.
 """
 
 from __future__ import annotations
 
-SCHEMA_RULE = "[A-Za-z_][A-Za-z0-9_]{0,62}"
-
 
 def create(schema: str) -> list[str]:
-    """The schema and its three tables, if missing."""
+    """The schema and its tables, if missing (one transaction, serialized across hosts)."""
     return [
+        "SELECT pg_advisory_xact_lock(hashtext('runner.py schema ' || $1))",
         f'CREATE SCHEMA IF NOT EXISTS "{schema}"',
         f"""CREATE TABLE IF NOT EXISTS "{schema}".runner_markers (
             namespace  text        NOT NULL,
@@ -26,59 +28,107 @@ def create(schema: str) -> list[str]:
             lock       text   NOT NULL,
             token      bigint NOT NULL,
             PRIMARY KEY (namespace, lock))""",
-        f"""CREATE TABLE IF NOT EXISTS "{schema}".runner_holders (
+        f"""CREATE TABLE IF NOT EXISTS "{schema}".runner_leases (
             namespace  text        NOT NULL,
             lock       text        NOT NULL,
             slot       integer     NOT NULL,
+            owner      text        NOT NULL,
             what       text        NOT NULL,
             host       text        NOT NULL,
             pid        integer     NOT NULL,
             since      timestamptz NOT NULL,
+            expires    timestamptz NOT NULL,
+            token      bigint      NOT NULL,
             PRIMARY KEY (namespace, lock, slot))""",
     ]
 
 
-def tables_exist(schema: str) -> str:
-    return (
-        f"SELECT to_regclass('\"{schema}\".runner_markers') IS NOT NULL"
-        f" AND to_regclass('\"{schema}\".runner_holders') IS NOT NULL"
+def grants(schema: str, role: str) -> list[str]:
+    """What a runtime role needs, and nothing more: use the schema, read and write the rows."""
+    tables = ", ".join(
+        f'"{schema}".{t}' for t in ("runner_markers", "runner_tokens", "runner_leases")
     )
+    return [
+        f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO "{role}"',
+    ]
 
 
-TRY_LOCK = "SELECT pg_try_advisory_lock($1::bigint)"
-"""Advisory lock keys are bigint; parameters travel as text, so each is cast."""
-LOCK = "SELECT pg_advisory_lock($1::bigint)"
-UNLOCK = "SELECT pg_advisory_unlock($1::bigint)"
-SET = "SELECT set_config($1, $2, false)"
-TIMEOUTS = (
-    "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)"
-)
-ALIVE = "SELECT 1"
+SETTINGS = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)"
+"""Sent before each statement, in the same transaction: bounds that end with it (SET LOCAL)."""
 
-
-def next_token(schema: str) -> str:
-    """One more than the last token of the lock, across every host (1 the first time)."""
-    return (
-        f'INSERT INTO "{schema}".runner_tokens (namespace, lock, token) VALUES ($1, $2, 1)'
-        f' ON CONFLICT (namespace, lock) DO UPDATE SET token = "{schema}".runner_tokens.token + 1'
-        " RETURNING token"
-    )
+UNDEFINED_TABLE = "42P01"
+READ_ONLY = "25006"
+INSUFFICIENT_PRIVILEGE = "42501"
 
 
 def claim(schema: str) -> str:
-    """Say who holds a slot of a lock, and since when (server time)."""
+    """Take the lowest free slot of a lock: a new token, and a lease until `now() + $7` seconds.
+
+    $1 namespace, $2 lock, $3 slots, $4 owner, $5 what, $6 host, $7 lease (seconds),
+    $8 pid. A slot is free when its lease expired, or when it is the caller's own
+    (an answer lost on the way back). The token counter's row lock orders racing
+    claimants; a claimant that loses the race gets no row (its token is skipped).
+    """
+    return f"""
+        WITH free AS (
+            SELECT s AS slot FROM generate_series(0, $3::integer - 1) AS s
+            WHERE NOT EXISTS (
+                SELECT 1 FROM "{schema}".runner_leases AS h
+                WHERE h.namespace = $1 AND h.lock = $2 AND h.slot = s
+                  AND h.expires > now() AND h.owner <> $4)
+            ORDER BY s LIMIT 1),
+        bumped AS (
+            INSERT INTO "{schema}".runner_tokens AS t (namespace, lock, token)
+            SELECT $1, $2, 1 FROM free
+            ON CONFLICT (namespace, lock) DO UPDATE SET token = t.token + 1
+            RETURNING token)
+        INSERT INTO "{schema}".runner_leases AS l
+            (namespace, lock, slot, owner, what, host, pid, since, expires, token)
+        SELECT $1, $2, free.slot, $4, $5, $6, $8::integer, now(),
+               now() + make_interval(secs => $7::float8), bumped.token
+        FROM free, bumped
+        ON CONFLICT (namespace, lock, slot) DO UPDATE SET
+            owner = EXCLUDED.owner, what = EXCLUDED.what, host = EXCLUDED.host,
+            pid = EXCLUDED.pid, since = EXCLUDED.since, expires = EXCLUDED.expires,
+            token = EXCLUDED.token
+        WHERE l.expires <= now() OR l.owner = EXCLUDED.owner
+        RETURNING slot, token"""
+
+
+def renew(schema: str) -> str:
+    """Extend the caller's lease to `now() + $4` seconds; no row when it is no longer the caller's.
+
+    $1 namespace, $2 lock, $3 owner, $4 lease (seconds). A lease that lapsed is
+    not renewed, even when nobody took it meanwhile.
+    """
     return (
-        f'INSERT INTO "{schema}".runner_holders (namespace, lock, slot, what, host, pid, since)'
-        " VALUES ($1, $2, $3::integer, $4, $5, $6::integer, now())"
-        " ON CONFLICT (namespace, lock, slot) DO UPDATE SET what = EXCLUDED.what,"
-        " host = EXCLUDED.host, pid = EXCLUDED.pid, since = EXCLUDED.since"
+        f'UPDATE "{schema}".runner_leases SET expires = now() + make_interval(secs => $4::float8)'
+        " WHERE namespace = $1 AND lock = $2 AND owner = $3 AND expires > now() RETURNING 1"
     )
 
 
+def release(schema: str) -> str:
+    """Free the caller's lease at once ($1 namespace, $2 lock, $3 owner)."""
+    return f'DELETE FROM "{schema}".runner_leases WHERE namespace = $1 AND lock = $2 AND owner = $3'
+
+
 def holders(schema: str) -> str:
+    """Who holds a lock's slots now: what, host, pid, seconds held."""
     return (
         f'SELECT what, host, pid, extract(epoch FROM now() - since)::float8 FROM "{schema}"'
-        ".runner_holders WHERE namespace = $1 AND lock = $2 AND slot < $3::integer ORDER BY slot"
+        ".runner_leases WHERE namespace = $1 AND lock = $2 AND slot < $3::integer"
+        " AND expires > now() ORDER BY slot"
+    )
+
+
+def leases(schema: str) -> str:
+    """Every lease of a namespace that has not expired, for `runner locks`."""
+    return (
+        "SELECT lock, slot, what, host, pid, extract(epoch FROM since)::float8, token,"
+        " extract(epoch FROM expires - now())::float8"
+        f' FROM "{schema}".runner_leases WHERE namespace = $1 AND expires > now()'
+        " ORDER BY lock, slot"
     )
 
 
@@ -86,12 +136,24 @@ def marker_exists(schema: str) -> str:
     return f'SELECT 1 FROM "{schema}".runner_markers WHERE namespace = $1 AND name = $2'
 
 
-def write_marker(schema: str) -> str:
+def write_marker(schema: str, *, guarded: bool) -> str:
+    """Record `name` as applied ($1 namespace, $2 name, $3 epoch seconds, $4 run id,
+    $5 command as JSON, $6 host).
+
+    `guarded`: only while the caller's lease ($7 lock, $8 owner) still holds; no row
+    comes back, and nothing is written, when it is gone.
+    """
+    guard = (
+        f' WHERE EXISTS (SELECT 1 FROM "{schema}".runner_leases WHERE namespace = $1'
+        " AND lock = $7 AND owner = $8 AND expires > clock_timestamp())"
+        if guarded
+        else ""
+    )
     return (
         f'INSERT INTO "{schema}".runner_markers (namespace, name, applied_at, run_id, cmd, host)'
-        " VALUES ($1, $2, to_timestamp($3::float8), $4, $5, $6)"
+        f" SELECT $1, $2, to_timestamp($3::float8), $4, $5, $6{guard}"
         " ON CONFLICT (namespace, name) DO UPDATE SET applied_at = EXCLUDED.applied_at,"
-        " run_id = EXCLUDED.run_id, cmd = EXCLUDED.cmd, host = EXCLUDED.host"
+        " run_id = EXCLUDED.run_id, cmd = EXCLUDED.cmd, host = EXCLUDED.host RETURNING 1"
     )
 
 

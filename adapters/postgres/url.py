@@ -7,16 +7,20 @@ from urllib.parse import quote, unquote
 from domain.errors import UsageError
 
 SCHEMES = ("postgresql://", "postgres://")
+SECRET_KEYS = frozenset({"password", "sslpassword"})
+"""Query parameters libpq reads as secrets (their names percent-decoded, as libpq does)."""
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:,[]")
 
 
 class StateUrl:
     """A postgresql:// URL, with its password kept apart.
 
-    The user information runs to the last `@` before the hosts, so a password
-    with an unencoded `/`, `?`, `#` or `@` is read whole instead of leaking
-    into the host or database name. `conninfo` is what libpq is given, `shown`
-    is what messages and the command's environment may carry (no password in
-    any form), `secrets` are the strings no message may contain.
+    The user information ends at the `@` after which a host list and a database path
+    follow, so a password with an unencoded `/`, `?`, `#` or `@` is read whole
+    instead of leaking into the host or database name, and an `@` in the query
+    string is not taken for it. `conninfo` is what libpq is given, `shown` is what
+    messages and the command's environment may carry (no password in any form),
+    `secrets` are the strings no message may contain.
     """
 
     def __init__(self, url: str) -> None:
@@ -24,17 +28,16 @@ class StateUrl:
         if scheme is None:
             raise UsageError("--state: expected a postgresql://user@host:port/db URL")
         rest = url[len(scheme) :]
-        userinfo, at, place = rest.rpartition("@")
-        user, colon, password = userinfo.partition(":") if at else ("", "", "")
+        at = _userinfo_end(rest)
+        userinfo, place = (rest[:at], rest[at + 1 :]) if at >= 0 else ("", rest)
+        user, colon, password = userinfo.partition(":")
         self.password = unquote(password) if colon else None
-        clean_place = _without_password(place)
-        who = f"{quote(unquote(user), safe='')}@" if at else ""
+        who = f"{quote(unquote(user), safe='')}@" if at >= 0 else ""
         self.conninfo = f"{scheme}{who}{place}"
-        self.shown = f"{scheme}{who}{clean_place}"
+        self.shown = f"{scheme}{who}{_without_secrets(place)}"
         self.secrets = [text for text in (password, self.password) if text]
-        query_password = _query_password(place)
-        if query_password:
-            self.secrets += [query_password, unquote(query_password)]
+        for value in _query_secrets(place):
+            self.secrets += [value, unquote(value)]
 
     def scrub(self, text: str) -> str:
         """`text` with every form of the password replaced by ***."""
@@ -43,20 +46,41 @@ class StateUrl:
         return " ".join(text.split())
 
 
+def _userinfo_end(rest: str) -> int:
+    """The index of the `@` that ends the user information, or -1 when there is none.
+
+    The last `@` followed by a host list and a `/` (the database) wins; failing that,
+    the last one followed by a host list and nothing more.
+    """
+    fallback = -1
+    for index in range(len(rest) - 1, -1, -1):
+        if rest[index] != "@":
+            continue
+        after = rest[index + 1 :]
+        end = min((i for i in (after.find("/"), after.find("?")) if i >= 0), default=len(after))
+        if not _HOST_CHARS.issuperset(after[:end]):
+            continue
+        if after[end : end + 1] == "/":
+            return index
+        if end == len(after) and fallback < 0:
+            fallback = index
+    return fallback
+
+
 def _query_parts(place: str) -> tuple[str, list[str]]:
     path, question, query = place.partition("?")
     return path, query.split("&") if question else []
 
 
-def _query_password(place: str) -> str | None:
-    for part in _query_parts(place)[1]:
-        key, _, value = part.partition("=")
-        if key == "password":
-            return value
-    return None
+def _is_secret(part: str) -> bool:
+    return unquote(part.partition("=")[0]) in SECRET_KEYS
 
 
-def _without_password(place: str) -> str:
+def _query_secrets(place: str) -> list[str]:
+    return [part.partition("=")[2] for part in _query_parts(place)[1] if _is_secret(part)]
+
+
+def _without_secrets(place: str) -> str:
     path, parts = _query_parts(place)
-    kept = [part for part in parts if part.partition("=")[0] != "password"]
+    kept = [part for part in parts if not _is_secret(part)]
     return path + ("?" + "&".join(kept) if kept else "")

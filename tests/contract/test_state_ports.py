@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.signals import SignalWatch
 from domain.errors import LockBusy
 from domain.ports import Lock, MarkerStore
 
@@ -40,6 +41,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
         yield Backend(file_lock, FileMarkerStore(str(state)))
         return
+    from adapters.clock import random_fraction
+    from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
     from adapters.postgres.session import Session
@@ -49,21 +52,28 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     namespace = request.getfixturevalue("namespace")
     opened: list[Session] = []
 
-    def tables() -> Tables:
-        session = Session(StateUrl(url), watch, connect_timeout=5, lease=5, kill_after=1)
-        opened.append(session)
-        return Tables(session, "public")
+    def session(signals: SignalWatch | None) -> Session:
+        opened.append(Session(StateUrl(url), signals, connect_timeout=5, limit=5))
+        return opened[-1]
 
     def pg_lock(what: str, slots: int, name: str) -> Lock:
-        lock = name if name == "apply" else f"run:{name}"
-        own = tables()
-        return PgLock(own.session, own, namespace, lock, slots=slots, what=what)
+        return PgLock(
+            Tables(session(watch), "public"),
+            namespace,
+            name if name == "apply" else f"run:{name}",
+            slots=slots,
+            what=what,
+            lease=5,
+            kill_after=1,
+            keeper=lambda lock: LeaseKeeper(lock, session(None)),
+            random=random_fraction,
+        )
 
     try:
-        yield Backend(pg_lock, PgMarkerStore(tables(), namespace))
+        yield Backend(pg_lock, PgMarkerStore(Tables(session(watch), "public"), namespace))
     finally:
-        for session in opened:
-            session.close()
+        for each in opened:
+            each.close()
 
 
 def test_the_lock_is_exclusive_until_released(backend: Backend) -> None:
@@ -75,15 +85,6 @@ def test_the_lock_is_exclusive_until_released(backend: Backend) -> None:
     first.release()
     second.acquire()
     second.release()
-
-
-def test_a_held_lock_names_the_descriptors_a_command_inherits(backend: Backend) -> None:
-    """While held, the lock can be handed to the command; after release there is nothing."""
-    lock = backend.lock()
-    lock.acquire()
-    assert len(lock.fds()) == 1  # type: ignore[attr-defined]
-    lock.release()
-    assert lock.fds() == ()  # type: ignore[attr-defined]
 
 
 def test_markers_are_written_found_listed_and_removed(backend: Backend) -> None:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import processes_with, read_pid, wait_for
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 @pytest.fixture
@@ -79,42 +86,76 @@ def test_twenty_concurrent_applies_apply_exactly_once(pg: Lab, namespace: str) -
     assert codes.count(3) >= 1
 
 
-def test_a_sigkilled_runner_keeps_the_lock_while_its_command_lives(pg: Lab, namespace: str) -> None:
-    """The session's socket lives on in the command: no other apply until it ends."""
+def test_a_sigkilled_runners_lease_frees_at_expiry_and_not_before(pg: Lab, namespace: str) -> None:
+    """SIGKILL leaves the lease in place until it expires (lease + kill-after + 5 s); then the
+    next apply runs. Nobody could renew it, so nobody holds it past that."""
     pidfile, release = pg.tmp / "pid", pg.tmp / "release"
     cmd = ["sh", "-c", f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"]
-    runner = pg.start("apply", "--namespace", namespace, "db", "--", *cmd)
+    options = ("--lease", "1s", "--kill-after", "1")
+    runner = pg.start("apply", "--namespace", namespace, *options, "db", "--", *cmd)
     read_pid(str(pidfile))
     runner.kill()
     runner.wait(timeout=10)
+    killed = time.monotonic()
     second = apply(pg, "db", "--", "true")
     assert second.returncode == 3
-    assert b"another run in progress" in second.stderr
-    release.touch()
-    wait_for(lambda: processes_with(pg.token) == [], what="the orphaned command to end")
-    wait_for(lambda: apply(pg, "db", "--", "true").returncode != 3, what="the session to close")
+    assert b"another run in progress: apply db on " in second.stderr
+    wait_for(lambda: apply(pg, "db", "--", "true").returncode != 3, 30, "the lease to expire")
+    assert time.monotonic() - killed >= 1 + 1 + 5 - 1
     assert apply(pg, "db", "--", "true").stdout == b"already applied\n"
+    release.touch()
 
 
-def test_a_lost_connection_mid_apply_records_nothing(pg: Lab, pg_url: str, namespace: str) -> None:
-    """The session dies while the command runs: the command is stopped, exit 125, no row."""
-    import psycopg
-
+def holding(pg: Lab, namespace: str, *options: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """apply db -- a command that runs until the returned file exists (it has started)."""
     started, release = pg.tmp / "started", pg.tmp / "release"
     cmd = ["sh", "-c", f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"]
-    runner = pg.start("apply", "--namespace", namespace, "db", "--", *cmd)
+    runner = pg.start("apply", "--namespace", namespace, *options, "db", "--", *cmd)
     wait_for(started.exists, what="the command to start")
+    return runner, release
+
+
+def test_a_terminated_connection_is_ridden_out(pg: Lab, pg_url: str, namespace: str) -> None:
+    """The server ends the runner's connections: it reconnects, renews, and the apply ends well."""
+    import psycopg
+
+    runner, release = holding(pg, namespace, "--lease", "1s")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for _ in range(3):
+            wait_for(lambda: bool(_runner_backends(conn)), what="the runner to (re)connect")
+            for pid in _runner_backends(conn):
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    release.touch()
+    assert runner.wait(timeout=30) == 0
+    assert rows(pg_url, namespace) == ["db"]
+
+
+def _runner_backends(conn: psycopg.Connection[tuple[object, ...]]) -> list[object]:
+    found = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'runner.py'"
+    ).fetchall()
+    return [pid for (pid,) in found]
+
+
+def test_a_lease_taken_by_another_holder_stops_the_command_and_records_nothing(
+    pg: Lab, pg_url: str, namespace: str
+) -> None:
+    """The lease row is no longer ours (it lapsed and another host claimed it): the next
+    renewal finds out, the command is stopped, exit 125, no row."""
+    import psycopg
+
+    runner, _ = holding(pg, namespace, "--lease", "1s")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name = 'runner.py' AND pid <> pg_backend_pid()"
+            "UPDATE runner_leases SET owner = 'another host' WHERE namespace = %s", (namespace,)
         )
     assert runner.wait(timeout=30) == 125
     assert runner.stderr is not None
     message = runner.stderr.read()
-    assert message.startswith(b"runner: error: lost the lock: the session ended")
+    assert message.startswith(b"runner: error: lost the lock: the lease was no longer this run's")
     assert message.endswith(b"; command stopped\n")
     assert rows(pg_url, namespace) == []
+    assert processes_with(pg.token) == []
 
 
 def test_applied_and_forget(pg: Lab, pg_url: str, namespace: str) -> None:
@@ -228,3 +269,47 @@ def test_applied_lists_a_corrupt_row_by_name_and_the_rest(
     assert "corrupt marker" in rows_shown["bad"]
     assert "corrupt marker" in rows_shown["odd"]
     assert "true" in rows_shown["good"]
+
+
+def test_sigterm_while_the_marker_is_written_leaves_no_marker_later(
+    pg: Lab, pg_url: str, namespace: str
+) -> None:
+    """Regression: the write committed after the runner had exited 143. Now the statement
+    is cancelled (and would find no lease besides): no marker, then or later."""
+    import psycopg
+
+    assert apply(pg, "warm", "--", "true").returncode == 0
+    with psycopg.connect(pg_url) as blocker:
+        blocker.execute("LOCK TABLE runner_markers IN SHARE MODE")
+        runner = pg.start("apply", "--namespace", namespace, "db", "--", "true")
+        wait_for(lambda: _waits_to_write(pg_url), what="the marker's write to wait")
+        runner.send_signal(signal.SIGTERM)
+        assert runner.wait(timeout=10) == 143
+        blocker.rollback()
+    wait_for(lambda: not _waits_to_write(pg_url) and not _active(pg_url), what="quiet")
+    assert rows(pg_url, namespace) == ["warm"]
+
+
+def _waits_to_write(url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return bool(
+            conn.execute(
+                "SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'RowExclusiveLock'"
+                " AND relation = 'runner_markers'::regclass"
+            ).fetchall()
+        )
+
+
+def _active(url: str) -> bool:
+    """Whether a runner.py connection is still running a statement."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return bool(
+            conn.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = 'runner.py'"
+                " AND state = 'active'"
+            ).fetchall()
+        )

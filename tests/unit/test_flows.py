@@ -159,6 +159,23 @@ def test_a_lock_lost_after_the_command_succeeded_writes_no_marker() -> None:
     assert world.lock.events == ["acquire", "asked", "release"]
 
 
+def test_a_lock_lost_during_a_backoff_starts_no_further_attempt() -> None:
+    """Regression: the next attempt ran with a stale token beside the new holder."""
+    world = World(Outcome(1), Outcome(0))
+    original = world.clock.sleep
+
+    def sleep_and_lose(seconds: float) -> int | None:
+        world.lock.lose_with = "the lease was no longer this run's"
+        return original(seconds)
+
+    world.clock.sleep = sleep_and_lose  # type: ignore[method-assign]
+    with pytest.raises(LockLost, match="no longer this run's; no further attempt"):
+        world.apply("step", Policy(retries=3, backoff=1))
+    assert len(world.processes.calls) == 1
+    assert world.markers.applied == {}
+    assert world.lock.events == ["acquire", "asked", "release"]
+
+
 def test_apply_skips_an_applied_name() -> None:
     """The marker exists: 'already applied', exit 0, nothing run."""
     world = World(applied={"step"})
@@ -173,7 +190,7 @@ def test_failed_apply_exits_1_without_a_marker() -> None:
     world = World(Outcome(1), Outcome(2))
     assert world.apply("step", Policy(retries=1, backoff=0)) == 1
     assert world.markers.applied == {}
-    assert world.lock.events == ["acquire", "release"]
+    assert world.lock.events == ["acquire", "asked", "release"]
 
 
 @pytest.mark.parametrize("rc", [126, 127])

@@ -141,11 +141,12 @@ def test_a_signal_while_waiting_for_the_lock_ends_the_run() -> None:
 
 
 def test_run_with_a_lock_holds_it_across_every_attempt() -> None:
-    """run --lock: acquired before the first attempt, released after the last."""
+    """run --lock: acquired before the first attempt, asked again before the next, released
+    after the last."""
     world = World(Outcome(1), Outcome(0))
     lock = FakeLock()
     assert run(CMD, Policy(retries=1, backoff=0), attempts=world.attempts, lock=lock) == 0
-    assert lock.events == ["acquire", "release"]
+    assert lock.events == ["acquire", "asked", "release"]
     assert not lock.held
 
 
