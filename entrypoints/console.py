@@ -43,6 +43,7 @@ class StreamConsole:
             self._reader_gone = True
             _silence(stream)
         except OSError as exc:
+            _silence(stream)  # what stays in its buffer must not fail again at exit (120)
             raise OutputError(exc.strerror or str(exc)) from None
         except ValueError as exc:
             raise OutputError(str(exc)) from None
