@@ -23,6 +23,7 @@ def queue(
     deadline: float,
     watch: SignalWatch,
     take: Callable[[int, str], bool],
+    mode: int = fcntl.LOCK_EX,
 ) -> int | None:
     """Wait in the kernel's queue for the flock on any of `fds`, until `deadline` (monotonic).
 
@@ -39,7 +40,7 @@ def queue(
         for slot, fd in enumerate(fds):
             pid = os.fork()
             if pid == 0:
-                _helper(fd, deadline, everything, REDIRECTED)
+                _helper(fd, deadline, everything, REDIRECTED, mode)
             helpers[pid] = slot
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, everything)
@@ -77,7 +78,9 @@ def _keep_one(
     return slot
 
 
-def _helper(fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ...]) -> None:
+def _helper(
+    fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ...], mode: int
+) -> None:
     """In the forked helper: block on the flock, never outliving the wait by much.
 
     It keeps no descriptor but the lock's, so that no pipe of the runner's stays open
@@ -92,7 +95,7 @@ def _helper(fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ..
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(min(int(deadline - time.monotonic()) + 2, 1 << 30))
         signal.pthread_sigmask(signal.SIG_SETMASK, [n for n in mask if n != signal.SIGALRM])
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, mode)
         os._exit(0)
     except BaseException:
         os._exit(1)

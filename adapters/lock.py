@@ -28,7 +28,9 @@ class FcntlLock:
     The holder writes what it runs (`what`), its host, pid and start into the
     file it locked, for the message a busy lock gives; the fencing token is kept
     in `path.token`. With `create_folder`, a missing parent folder is created
-    (mode 0700), as the state folder is.
+    (mode 0700), as the state folder is. With `shared`, the flock is LOCK_SH: many
+    shared holders at once, none beside an exclusive one; a shared holder writes no
+    description and takes no token.
     """
 
     def __init__(
@@ -39,8 +41,10 @@ class FcntlLock:
         what: str = "",
         slots: int = 1,
         create_folder: bool = False,
+        shared: bool = False,
     ) -> None:
         self.path = path
+        self.mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         self.watch = watch
         self.what = what
         self.paths = [path] + [f"{path}.slot{n}" for n in range(2, slots + 1)]
@@ -61,9 +65,11 @@ class FcntlLock:
             fds: list[int] = []
             try:
                 fds += [self._open(path) for path in self.paths]
-                slot = _take(fds, self.paths, deadline, self.watch)
+                slot = _take(fds, self.paths, deadline, self.watch, self.mode)
                 if slot is not None and _still_names(fds[slot], self.paths[slot]):
                     self._fd = fds.pop(slot)
+                    if self.mode == fcntl.LOCK_SH:
+                        return None
                     _claim(self._fd, self.what)
                     return _next_token(self.path + ".token")
                 busy = _holders(fds) if slot is None else None
@@ -110,16 +116,22 @@ class FcntlLock:
                 self._fd = None
 
 
-def _take(fds: list[int], paths: list[str], deadline: float, watch: SignalWatch) -> int | None:
+def _take(
+    fds: list[int], paths: list[str], deadline: float, watch: SignalWatch, mode: int
+) -> int | None:
     """The slot whose flock we took at once, or after queueing until `deadline`; or None."""
+
+    def take(fd: int, path: str) -> bool:
+        return _try(fd, path, mode)
+
     for slot, fd in enumerate(fds):
-        if _try(fd, paths[slot]):
+        if take(fd, paths[slot]):
             return slot
     if deadline - time.monotonic() <= 0:
         return None
     from adapters.flockwait import queue  # noqa: PLC0415 - only a waiting runner queues
 
-    return queue(fds, paths, deadline, watch, _try)
+    return queue(fds, paths, deadline, watch, take, mode)
 
 
 def _still_names(fd: int, path: str) -> bool:
@@ -200,10 +212,10 @@ def _next_token(path: str) -> int | None:
         os.close(fd)
 
 
-def _try(fd: int, path: str) -> bool:
-    """Take the flock without waiting; False when another description holds it."""
+def _try(fd: int, path: str, mode: int = fcntl.LOCK_EX) -> bool:
+    """Take the flock (`mode`) without waiting; False when another description holds it."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EAGAIN):
             return False

@@ -62,6 +62,10 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
             invocation.home = env.get("RUNNER_HOME") or None
         if invocation.action in ("run", "apply", "applied", "forget"):
             _read_state(invocation, env)
+        if invocation.action in ("apply", "forget") and invocation.lock_scope is None:
+            invocation.lock_scope = _scope(
+                env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE"
+            )
     return invocation
 
 
@@ -218,7 +222,7 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.stop_signal = parse_signal(value, option)
     elif option == "--conflict-exit-code":
         invocation.conflict_exit_code = parse_exit_code(value, option)
-    elif option in STATE or option == "--slots":
+    elif option in STATE or option in ("--slots", "--lock-scope"):
         _set_state_option(invocation, option, value)
     elif option == "--by":
         if value not in ("cmd", "name"):
@@ -234,9 +238,17 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         setattr(invocation, PATHS[option], value)
 
 
+def _scope(value: str, where: str) -> str:
+    if value not in ("home", "name"):
+        raise UsageError(f"{where}: expected home or name, not {value!r}")
+    return value
+
+
 def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
-    """The options of the state backends, and --slots."""
-    if option == "--state":
+    """The options of the state backends, --slots and --lock-scope."""
+    if option == "--lock-scope":
+        invocation.lock_scope = _scope(value, option)
+    elif option == "--state":
         if not value:
             raise UsageError("--state needs a URL")
         invocation.state_url = value

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
+    from adapters.scoped import NameLock
     from adapters.signals import SignalWatch
     from entrypoints.invocation import Invocation
 
@@ -33,7 +34,7 @@ class Backend:
 
     def __init__(
         self,
-        lock: FcntlLock | PgLock,
+        lock: FcntlLock | NameLock | PgLock,
         markers: FileMarkerStore | PgMarkerStore | None,
         *,
         environ: Mapping[str, str],
@@ -87,8 +88,16 @@ def _files(invocation: Invocation, state: str, watch: SignalWatch, what: str) ->
         assert invocation.lock is not None
         lock = FcntlLock(invocation.lock, watch, what=what, slots=invocation.slots)
         return Backend(lock, None, environ=os.environ)
-    lock = FcntlLock(os.path.join(state, "lock"), watch, what=what, create_folder=True)
-    return Backend(lock, FileMarkerStore(state), environ=os.environ)
+    home = os.path.join(state, "lock")
+    markers = FileMarkerStore(state)
+    if invocation.lock_scope == "name" and invocation.action == "apply":
+        from adapters.scoped import NameLock
+
+        outer = FcntlLock(home, watch, create_folder=True, shared=True)
+        inner = FcntlLock(os.path.join(state, f"{invocation.name}.lock"), watch, what=what)
+        return Backend(NameLock(outer, inner), markers, environ=os.environ)
+    lock = FcntlLock(home, watch, what=what, create_folder=True)
+    return Backend(lock, markers, environ=os.environ)
 
 
 def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
@@ -113,7 +122,12 @@ def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
     tables = Tables(session(watch, lease), invocation.schema)
     namespace = invocation.namespace
     environ = scrubbed_environ(os.environ)
-    name = f"run:{invocation.lock}" if invocation.action == "run" else "apply"
+    if invocation.action == "run":
+        name = f"run:{invocation.lock}"
+    elif invocation.lock_scope == "name":
+        name = f"apply:{invocation.name}"
+    else:
+        name = "apply"
     lock = PgLock(
         tables,
         namespace,

@@ -37,6 +37,7 @@ VALUED = frozenset(
         "--slots",
         "--signal",
         "--conflict-exit-code",
+        "--lock-scope",
     }
 )
 FLAGS = {
@@ -55,10 +56,10 @@ STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "-
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
     "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots"},
-    "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run"},
+    "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus"},
     "applied": GLOBAL | STATE | {"--json"},
-    "forget": GLOBAL | STATE | BUSY | {"--dry-run"},
+    "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
 }
 """The options each subcommand takes."""
 
@@ -78,6 +79,7 @@ class Invocation:
         "json",
         "lease",
         "lock",
+        "lock_scope",
         "logs",
         "name",
         "namespace",
@@ -100,6 +102,7 @@ class Invocation:
         self.policy = Policy()
         self.home: str | None = None
         self.lock: str | None = None
+        self.lock_scope: str | None = None
         self.logs: list[str] = []
         self.prometheus: str | None = None
         self.since: float | None = None
