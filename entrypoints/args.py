@@ -60,7 +60,7 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
         _read_words(invocation, words, command, env)
         if invocation.home is None:
             invocation.home = env.get("RUNNER_HOME") or None
-        if invocation.action in ("run", "apply", "applied", "forget"):
+        if invocation.action in ("run", "apply", "applied", "forget", "locks", "setup"):
             _read_state(invocation, env)
         if invocation.action in ("apply", "forget") and invocation.lock_scope is None:
             invocation.lock_scope = _scope(
@@ -222,7 +222,7 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.stop_signal = parse_signal(value, option)
     elif option == "--conflict-exit-code":
         invocation.conflict_exit_code = parse_exit_code(value, option)
-    elif option in STATE or option in ("--slots", "--lock-scope"):
+    elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
         _set_state_option(invocation, option, value)
     elif option == "--by":
         if value not in ("cmd", "name"):
@@ -245,9 +245,11 @@ def _scope(value: str, where: str) -> str:
 
 
 def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
-    """The options of the state backends, --slots and --lock-scope."""
+    """The options of the state backends, --slots, --lock-scope and --grant."""
     if option == "--lock-scope":
         invocation.lock_scope = _scope(value, option)
+    elif option == "--grant":
+        invocation.grants.append(_identifier(value, option, "role"))
     elif option == "--state":
         if not value:
             raise UsageError("--state needs a URL")
@@ -267,10 +269,15 @@ def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.slots = parse_count(value, option)
         if not 1 <= invocation.slots <= SLOTS_MAX:
             raise UsageError(f"--slots: from 1 to {SLOTS_MAX}, not {value!r}")
-    elif not is_identifier(value):
+    else:
+        invocation.schema = _identifier(value, "--schema", "schema")
+
+
+def _identifier(value: str, option: str, kind: str) -> str:
+    """A schema or role name as the runner quotes it: letters, digits and _, at most 63."""
+    if not is_identifier(value):
         raise UsageError(
-            f"--schema: {value!r} is not a schema name (letters, digits and _, "
+            f"{option}: {value!r} is not a {kind} name (letters, digits and _, "
             "not starting with a digit, at most 63)"
         )
-    else:
-        invocation.schema = value
+    return value

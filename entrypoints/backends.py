@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.lock import PgLock, Tables
     from adapters.postgres.markers import PgMarkerStore
+    from adapters.postgres.session import Session
     from adapters.scoped import NameLock
     from adapters.signals import SignalWatch
     from entrypoints.invocation import Invocation
@@ -100,26 +101,36 @@ def _files(invocation: Invocation, state: str, watch: SignalWatch, what: str) ->
     return Backend(lock, markers, environ=os.environ)
 
 
-def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
-    from adapters.clock import random_fraction
-    from adapters.postgres.lock import PgLock, Tables
-    from adapters.postgres.markers import PgMarkerStore
+def _session(invocation: Invocation, watch: SignalWatch | None, limit: float) -> Session:
+    """A session with the state URL's server; calls bounded by `limit` seconds."""
     from adapters.postgres.session import Session
     from adapters.postgres.url import StateUrl
 
     assert invocation.state_url is not None
     url = StateUrl(invocation.state_url)
-    lease = invocation.lease
+    return Session(url, watch, connect_timeout=invocation.connect_timeout, limit=limit)
 
-    def session(signals: SignalWatch | None, limit: float) -> Session:
-        return Session(url, signals, connect_timeout=invocation.connect_timeout, limit=limit)
+
+def pg_tables(invocation: Invocation, watch: SignalWatch) -> Tables:
+    """The schema's tables, on a session of the main thread's (signals end its calls)."""
+    from adapters.postgres.lock import Tables
+
+    return Tables(_session(invocation, watch, invocation.lease), invocation.schema)
+
+
+def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
+    from adapters.clock import random_fraction
+    from adapters.postgres.lock import PgLock
+    from adapters.postgres.markers import PgMarkerStore
+
+    lease = invocation.lease
 
     def keeper(lock: PgLock) -> LeaseKeeper:
         from adapters.postgres.keeper import LeaseKeeper
 
-        return LeaseKeeper(lock, session(None, lease / 3))
+        return LeaseKeeper(lock, _session(invocation, None, lease / 3))
 
-    tables = Tables(session(watch, lease), invocation.schema)
+    tables = pg_tables(invocation, watch)
     namespace = invocation.namespace
     environ = scrubbed_environ(os.environ)
     if invocation.action == "run":

@@ -153,12 +153,18 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
 
 
 def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
-    """stats, applied and forget."""
+    """stats, applied, forget, locks and setup."""
     home = invocation.home or ""
     if invocation.action == "stats":
         from entrypoints.stats import stats
 
         return stats(invocation, home, console, watch)
+    if invocation.action in ("locks", "setup"):
+        from entrypoints import fleet
+
+        if invocation.action == "locks":
+            return fleet.locks(invocation, home, watch, console)
+        return fleet.setup(invocation, watch, console)
 
     from entrypoints.backends import open_backend
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from domain.policy import Policy
 
 DEFAULT_APPLY_COMMAND = "/opt/fixtures/pyops/bin/apply.sh"
-ACTIONS = ("run", "apply", "stats", "applied", "forget")
+ACTIONS = ("run", "apply", "stats", "applied", "forget", "locks", "setup")
 
 DURATIONS = {
     "--timeout": "timeout",
@@ -38,6 +38,7 @@ VALUED = frozenset(
         "--signal",
         "--conflict-exit-code",
         "--lock-scope",
+        "--grant",
     }
 )
 FLAGS = {
@@ -60,6 +61,8 @@ ALLOWED = {
     "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus"},
     "applied": GLOBAL | STATE | {"--json"},
     "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
+    "locks": GLOBAL | STATE | {"--json"},
+    "setup": GLOBAL | STATE | {"--grant"},
 }
 """The options each subcommand takes."""
 
@@ -75,6 +78,7 @@ class Invocation:
         "connect_timeout",
         "dry_run",
         "foreground",
+        "grants",
         "home",
         "json",
         "lease",
@@ -104,6 +108,7 @@ class Invocation:
         self.lock: str | None = None
         self.lock_scope: str | None = None
         self.logs: list[str] = []
+        self.grants: list[str] = []
         self.prometheus: str | None = None
         self.since: float | None = None
         self.by = "cmd"

@@ -28,6 +28,16 @@ SUBCOMMANDS = {
         "forget [OPTIONS] NAME",
         "Forget that NAME was applied, under apply's lock, so that it runs again.",
     ),
+    "locks": (
+        "locks [OPTIONS]",
+        "Show the locks held now: what each holder runs, where, its pid, since when, the\n"
+        "lock's fencing token and, for a lease, when it expires.",
+    ),
+    "setup": (
+        "setup --state URL [--schema NAME] [--grant ROLE]...",
+        "Create the schema and the state tables, and grant each ROLE exactly what the\n"
+        "runner needs there (run it once as a role that may create them).",
+    ),
 }
 
 SUMMARIES = {
@@ -36,6 +46,8 @@ SUMMARIES = {
     "stats": "summarize the attempt log (a table, JSON, or Prometheus text)",
     "applied": "list what has been applied",
     "forget": "forget a step, so that its next apply runs again",
+    "locks": "show who holds which lock, on this host or across the fleet",
+    "setup": "create the PostgreSQL tables and grant a runtime role its rights",
 }
 
 OPTIONS = {
@@ -112,6 +124,16 @@ OPTIONS = {
         "N",
         "with --lock: at most N holders at once",
         "1",
+    ),
+    "--lock-scope": (
+        "home|name",
+        "home: one lock for every apply (the lab's); name: steps of other names run beside",
+        "$RUNNER_LOCK_SCOPE, else home",
+    ),
+    "--grant": (
+        "ROLE",
+        "setup: grant ROLE the use of the schema and its tables (repeatable)",
+        "none",
     ),
     "--lock-wait": (
         "DURATION",

@@ -1,0 +1,70 @@
+"""Who holds the locks of a state folder: for `runner locks` on one host."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+
+from domain.errors import StateError
+
+HOLDER_MAX = 4096
+
+
+def held_locks(state: str) -> list[dict[str, object]]:
+    """Every lock file of `state` (apply's `lock`, a name's `NAME.lock`) that a process
+    holds now, with what its holder wrote of itself and the lock's last fencing token."""
+    try:
+        names = sorted(os.listdir(state))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StateError(f"cannot read the state folder {state}: {exc.strerror}") from None
+    found = []
+    for name in names:
+        if name != "lock" and not name.endswith(".lock"):
+            continue
+        path = os.path.join(state, name)
+        holder = _holder(path)
+        if holder is not None:
+            found.append({"lock": name, **holder, "token": _token(path + ".token")})
+    return found
+
+
+def _holder(path: str) -> dict[str, object] | None:
+    """What the holder of `path` wrote, or None when nobody holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                return None
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        try:
+            record = json.loads(os.pread(fd, HOLDER_MAX, 0))
+            return {
+                "what": str(record["what"]),
+                "host": str(record["host"]),
+                "pid": int(record["pid"]),
+                "since": float(record["since"]),
+            }
+        except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):
+            return {"what": "(shared: applies of --lock-scope name)"}
+    finally:
+        os.close(fd)
+
+
+def _token(path: str) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(32).strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
