@@ -4,6 +4,10 @@ for a runtime role that may not create anything."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import Lab
 from tests.e2e.test_fleet import HOLD, Host, sql
@@ -79,3 +83,34 @@ def test_setup_needs_a_state_url(lab: Lab) -> None:
     result = lab.run("setup", "--grant", "app")
     assert result.returncode == 125
     assert b"give --state URL" in result.stderr
+
+
+FENCE = Path(__file__).resolve().parents[2] / "contrib" / "fence.sql"
+
+
+def test_the_fencing_recipe_refuses_a_stale_holder(lab: Lab, pg_url: str, namespace: str) -> None:
+    """Regression: the README's fencing recipe exited 0 (UPDATE 0) for a stale holder.
+
+    contrib/fence.sql, as the README runs it: the newest holder writes; an older token
+    fails (psql exits non-zero), so its apply is not marked and its work rolls back."""
+    if shutil.which("psql") is None:
+        pytest.skip("psql is not installed")
+    sql(pg_url, f"CREATE SCHEMA {namespace}")
+    sql(pg_url, f"CREATE TABLE {namespace}.fence (resource text PRIMARY KEY, token bigint)")
+    sql(pg_url, f"CREATE TABLE {namespace}.work (token bigint)")
+    work = lab.tmp / "work.sql"
+    work.write_text("INSERT INTO work VALUES (:token);\n")
+    psql = (
+        f'psql "$DB" -q -1 -v ON_ERROR_STOP=1 -v token="$RUNNER_FENCING_TOKEN" -f {FENCE} -f {work}'
+    )
+    options = ["--state", pg_url, "--namespace", namespace]
+    env = {"DB": pg_url, "PGOPTIONS": f"-csearch_path={namespace}"}
+    first = lab.run("apply", *options, "step1", "--", "sh", "-c", psql, env=env)
+    assert first.returncode == 0, first.stderr
+    second = lab.run("apply", *options, "step2", "--", "sh", "-c", psql, env=env)
+    assert second.returncode == 0, second.stderr
+    stale = "RUNNER_FENCING_TOKEN=1; " + psql
+    refused = lab.run("apply", *options, "step3", "--", "sh", "-c", stale, env=env)
+    assert refused.returncode == 1
+    assert b"stale fencing token 1" in refused.stderr
+    assert sql(pg_url, f"SELECT token FROM {namespace}.work ORDER BY token") == [(1,), (2,)]
