@@ -57,7 +57,7 @@ def _crowd(url: str, hosts: int) -> dict[str, Any]:
     log = scratch / "timeline"
     job = JOB.format(log=log, seconds=0.05)
     env = {**os.environ, "RUNNER_STATE_URL": url}
-    peak, stop = [0], threading.Event()
+    peak, stop = [0, 0.0], threading.Event()
 
     def sample() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -66,12 +66,14 @@ def _crowd(url: str, hosts: int) -> dict[str, Any]:
                     "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
                     " AND pid <> pg_backend_pid()"
                 ).fetchone()
-                peak[0] = max(peak[0], int(row[0]) if row else 0)
+                count = int(row[0]) if row else 0
+                if count > peak[0]:
+                    peak[:] = [count, time.monotonic() - begun]
                 stop.wait(0.02)
 
+    begun = time.monotonic()
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    begun = time.monotonic()
     runs = []
     for n in range(hosts):
         home = scratch / f"host{n}"
@@ -102,6 +104,7 @@ def _crowd(url: str, hosts: int) -> dict[str, Any]:
         "one_at_a_time": serial,
         "max_connections": 50,
         "peak_connections": peak[0],
+        "peak_at_s": peak[1],
         "seconds": elapsed,
         "handover_100_waiting": _percentiles(crowded),
         "handover_all": _percentiles(handovers),

@@ -88,7 +88,7 @@ class Session:
         limit: float | None = None,
     ) -> Rows:
         """Run one statement; return its rows as text. See `run`."""
-        return self.run([(sql, params)], until=until, limit=limit)
+        return self.run([(sql, params)], until=until, limit=limit)[-1]
 
     def run(
         self,
@@ -96,8 +96,8 @@ class Session:
         *,
         until: float | None = None,
         limit: float | None = None,
-    ) -> Rows:
-        """Run `statements` as one transaction; return the rows of the last.
+    ) -> list[Rows]:
+        """Run `statements` as one transaction; return the rows of each, as text.
 
         Each try is bounded by `limit` seconds (the session's own by default).
         Raises QueryError (the server refused), Lost or Unreachable (no server to
@@ -115,7 +115,9 @@ class Session:
             self._sleep(min(pause, left))
             pause = min(pause * 2, 1.0)
 
-    def _exchange(self, statements: list[tuple[str, tuple[object, ...]]], limit: float) -> Rows:
+    def _exchange(
+        self, statements: list[tuple[str, tuple[object, ...]]], limit: float
+    ) -> list[Rows]:
         if self._pgconn is None:
             patience = min(self.connect_timeout or limit, limit)
             deadline = time.monotonic() + patience
@@ -155,7 +157,7 @@ class Session:
             raise self._lost(_text(pgconn.error_message) or "connection closed")
         return self._rows(results)
 
-    def _rows(self, results: list[PGresult]) -> Rows:
+    def _rows(self, results: list[PGresult]) -> list[Rows]:
         from psycopg import pq
 
         for result in results:
@@ -165,10 +167,12 @@ class Session:
                 message = _text(primary or result.error_message) or "unknown error"
                 said = f"the state database {self.url.shown} said: {message}"
                 raise QueryError(self.url.scrub(said), _text(state))
-        last = results[-1]
         return [
-            tuple(_text(last.get_value(r, c)) for c in range(last.nfields))
-            for r in range(last.ntuples)
+            [
+                tuple(_text(result.get_value(r, c)) for c in range(result.nfields))
+                for r in range(result.ntuples)
+            ]
+            for result in results[1:]  # the first is the SET LOCAL bounds
         ]
 
     def _lost(self, reason: str) -> Lost:

@@ -40,14 +40,19 @@ def create(schema: str) -> list[str]:
             expires    timestamptz NOT NULL,
             token      bigint      NOT NULL,
             PRIMARY KEY (namespace, lock, slot))""",
+        f"""CREATE TABLE IF NOT EXISTS "{schema}".runner_waiters (
+            namespace  text        NOT NULL,
+            lock       text        NOT NULL,
+            owner      text        NOT NULL,
+            seen       timestamptz NOT NULL,
+            PRIMARY KEY (namespace, lock, owner))""",
     ]
 
 
 def grants(schema: str, role: str) -> list[str]:
     """What a runtime role needs, and nothing more: use the schema, read and write the rows."""
-    tables = ", ".join(
-        f'"{schema}".{t}' for t in ("runner_markers", "runner_tokens", "runner_leases")
-    )
+    names = ("runner_markers", "runner_tokens", "runner_leases", "runner_waiters")
+    tables = ", ".join(f'"{schema}".{name}' for name in names)
     return [
         f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
         f'GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO "{role}"',
@@ -94,6 +99,35 @@ def claim(schema: str) -> str:
             token = EXCLUDED.token
         WHERE l.expires <= now() OR l.owner = EXCLUDED.owner
         RETURNING slot, token"""
+
+
+WAITING = "10 seconds"
+"""How recently a waiter must have tried to count as waiting."""
+
+
+def wait_note(schema: str) -> str:
+    """After a claim in the same transaction: unless it succeeded, note the caller ($3) as a
+    waiter of the lock ($1, $2) and count the waiters seen lately (the caller included)."""
+    return f"""
+        WITH noted AS (
+            INSERT INTO "{schema}".runner_waiters AS w (namespace, lock, owner, seen)
+            SELECT $1, $2, $3, now()
+            WHERE NOT EXISTS (
+                SELECT 1 FROM "{schema}".runner_leases
+                WHERE namespace = $1 AND lock = $2 AND owner = $3)
+            ON CONFLICT (namespace, lock, owner) DO UPDATE SET seen = now()
+            RETURNING 1)
+        SELECT 1 + count(*) FROM "{schema}".runner_waiters
+        WHERE namespace = $1 AND lock = $2 AND owner <> $3
+          AND seen > now() - interval '{WAITING}'"""
+
+
+def stop_waiting(schema: str) -> str:
+    """The caller ($3) waits no more; waiters not seen for a minute are forgotten too."""
+    return (
+        f'DELETE FROM "{schema}".runner_waiters WHERE namespace = $1 AND lock = $2'
+        " AND (owner = $3 OR seen < now() - interval '1 minute')"
+    )
 
 
 def renew(schema: str) -> str:
