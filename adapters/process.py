@@ -8,6 +8,7 @@ import signal
 import stat
 import time
 
+from adapters.reaper import alive, become_subreaper, descendants, signal_all
 from adapters.signals import PASSED_ON
 from domain.attempts import Outcome
 from domain.errors import ExitStatus, Interrupted
@@ -36,7 +37,12 @@ RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
 """Python ignores these; the command gets their default behaviour back."""
 
 SWEEP_INTERVAL = 0.01
-"""Seconds between checks for processes left in the group after its leader ended."""
+SWEEP_INTERVAL_MAX = 0.25
+"""Seconds between checks for what is left after the command's leader ended: from the
+first, doubling to the second (an ending child wakes the runner sooner: SIGCHLD)."""
+
+RESCAN = 1.0
+"""Seconds between looks for new processes while a sweep tracks the ones it found."""
 
 KILL_WAIT = 5.0
 """Seconds to wait for SIGKILLed processes to vanish (one stuck in the kernel may not)."""
@@ -75,6 +81,7 @@ class PosixProcessRunner:
         self.stop_signal = stop_signal
         self.foreground = foreground
         self.stdin_start = _regular_file_offset(0)
+        self.subreaper = become_subreaper()
 
     def run(
         self, cmd: list[str], timeout: float, kill_after: float, env: dict[str, str] | None = None
@@ -87,6 +94,7 @@ class PosixProcessRunner:
             os.set_inheritable(fd, True)
         if self.stdin_start is not None:
             os.lseek(0, self.stdin_start, os.SEEK_SET)
+        before = frozenset(descendants(os.getpid())) if self.subreaper else frozenset()
         try:
             environment = {**self.environ, **env} if env else self.environ
             pid = os.posix_spawnp(
@@ -100,7 +108,7 @@ class PosixProcessRunner:
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
-        child = _Child(pid, self, timeout, kill_after)
+        child = _Child(pid, self, timeout, kill_after, before)
         self.watch.group = None if self.foreground else pid
         try:
             return child.wait()
@@ -115,9 +123,18 @@ class _Child:
     """One started command: waited for, signalled, and swept up after."""
 
     def __init__(
-        self, pid: int, runner: PosixProcessRunner, timeout: float, kill_after: float
+        self,
+        pid: int,
+        runner: PosixProcessRunner,
+        timeout: float,
+        kill_after: float,
+        before: frozenset[int],
     ) -> None:
         self.pid = pid
+        self.subreaper = runner.subreaper
+        self.before = before
+        self.tracked: set[int] = set()
+        self.scanned = 0.0
         self.watch = runner.watch
         self.guard = runner.guard
         self.stop_signal = runner.stop_signal
@@ -211,9 +228,11 @@ class _Child:
             self.killed_at = time.monotonic()
 
     def _signal_group(self, signum: int) -> None:
-        """The whole group; with --foreground, the command alone (as timeout does)."""
+        """The whole group and every other process the command started, wherever it went;
+        with --foreground, the command alone (as timeout does)."""
         if not self.foreground:
             self.watch.signal_group(signum)
+            signal_all(self._left(), signum)
             return
         try:
             os.kill(self.pid, signum)
@@ -221,16 +240,31 @@ class _Child:
             pass
 
     def _sweep(self) -> None:
-        """After the leader ended: wait out the grace, then kill what is left of the group."""
-        while _group_alive(self.pid):
+        """After the leader ended: wait out the grace, then kill whatever the command left,
+        in its group or out of it."""
+        interval = SWEEP_INTERVAL
+        while self._left() if self.subreaper else _group_alive(self.pid):
             now = time.monotonic()
             self._kill_when_due(now)
             if self.killed_at is not None:
                 if now - self.killed_at > KILL_WAIT:
                     return
                 self._kill()
-            self._on_signals(self.watch.wait(SWEEP_INTERVAL))
+            self._on_signals(self.watch.wait(interval))
+            interval = min(interval * 2, SWEEP_INTERVAL_MAX)
             self._reap()
+
+    def _left(self) -> set[int]:
+        """What the command started that still runs: the processes found before, checked
+        one by one, and every RESCAN seconds (or when none is left) a new look for more."""
+        if not self.subreaper:
+            return set()
+        self.tracked = {pid for pid in self.tracked if alive(pid)}
+        now = time.monotonic()
+        if not self.tracked or now - self.scanned >= RESCAN:
+            self.tracked = descendants(os.getpid(), self.before)
+            self.scanned = now
+        return self.tracked
 
     def _reap(self) -> int | None:
         """Collect ended children, adopted orphans included; the command's status or None."""
