@@ -386,6 +386,14 @@ def table(results: dict[str, Any]) -> list[str]:
         ("  ... / run -- true start-up", f"{sa['repeat_ratio']:.2f}x", "<= 1.5x"),
         ("stats peak RSS (largest process)", f"{sa['peak_rss_mib']:.1f} MiB", ""),
     ]
+    sw = results["sweep"]
+    rows.append(
+        (
+            f"runner CPU over a {sw['grace_s']:g}s kill grace, {sw['host_processes']:,} processes",
+            f"{sw['runner_cpu_s']:.3f} s",
+            f"< {sw['target_cpu_s']} s",
+        )
+    )
     rows += _fleet_rows(results["fleet"])
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{'metric':<{width}}  {'value':>20}  target", "-" * (width + 32)]
@@ -449,6 +457,9 @@ def main() -> int:
         1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 21, env
     )
     results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
+    from sweep import bench_sweep
+
+    results["sweep"] = bench_sweep(200 if quick else 1600, 1.0 if quick else 5.0, env)
     from fleet import bench_fleet
 
     results["fleet"] = bench_fleet(12 if quick else 300, 3 if quick else 21)

@@ -30,7 +30,9 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
         "state",
         "stats",
         "fleet",
+        "sweep",
     }
+    assert figures["sweep"]["rc"] == 124
     assert figures["stats"]["lines"] == 20_000
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
