@@ -29,9 +29,9 @@ def bench_sweep(others: int, grace: float, env: dict[str, str]) -> dict[str, Any
         while _count_processes() < others and time.monotonic() < deadline:
             time.sleep(0.05)
         host_processes = _count_processes()
+        options = ["--timeout", "0.2", "--kill-after", f"{grace}s"]
         runner = subprocess.Popen(
-            [sys.executable, str(ROOT / "runner.py"), "run", "--timeout", "0.2"]
-            + ["--kill-after", f"{grace}s", "--", "sh", "-c", COMMAND],
+            [sys.executable, str(ROOT / "runner.py"), "run", *options, "--", "sh", "-c", COMMAND],
             env=env,
             stderr=subprocess.DEVNULL,
         )
