@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from entrypoints.invocation import ACTIONS, ALLOWED
 
-VERSION = "0.3.0"
+VERSION = "0.4.0"
 
 SUBCOMMANDS = {
     "run": (

@@ -19,6 +19,30 @@ if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
+RUNNER_FILES = ("runs.jsonl", "state", "applied.log")
+"""What a runner writes into its home: a test or benchmark writing them here used the checkout."""
+
+
+def _runner_files() -> set[str]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {
+        name
+        for name in os.listdir(root)
+        if name in RUNNER_FILES or name.startswith((".runs.jsonl", "runs.jsonl"))
+    }
+
+
+_BEFORE = _runner_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a test wrote the runner's own files into the checkout."""
+    written = _runner_files() - _BEFORE
+    if written:
+        print(f"\ntests wrote into the checkout: {sorted(written)}")
+        session.exitstatus = 1
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A PostgreSQL server for the whole session (skipped only outside CI when none can be had)."""

@@ -41,6 +41,15 @@ def processes_with(token: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs: a zombie waiting for its reaper has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes in process group `pgid`."""
     members = []

@@ -1,4 +1,4 @@
-"""Every runner command line in the README's code blocks parses: recipes cannot rot."""
+"""Every runner command line in the README's and docs/' code blocks parses: recipes cannot rot."""
 
 from __future__ import annotations
 
@@ -20,9 +20,18 @@ SYNOPSIS = re.compile(r"\[[-A-Z]")
 """A usage synopsis (`[OPTIONS]`, `[--json]`), not a command line."""
 
 
+DOCUMENTS = [
+    "README.md",
+    *sorted(f"docs/{name}" for name in os.listdir(os.path.join(ROOT, "docs"))),
+]
+
+
 def code_blocks() -> list[tuple[str, str]]:
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        return [(m.group(1), m.group(2)) for m in BLOCK.finditer(handle.read())]
+    blocks = []
+    for document in DOCUMENTS:
+        with open(os.path.join(ROOT, document)) as handle:
+            blocks += [(m.group(1), m.group(2)) for m in BLOCK.finditer(handle.read())]
+    return blocks
 
 
 def command_lines() -> list[list[str]]:
@@ -80,6 +89,8 @@ def _after_runner(words: list[str]) -> list[str] | None:
                 "stats",
                 "applied",
                 "forget",
+                "locks",
+                "setup",
                 "help",
             ):
                 return words[index + 1 :]

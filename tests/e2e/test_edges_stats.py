@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import children_of, wait_for
+from tests.procs import alive, children_of, wait_for
 
 
 def big_log(path: Path, mebibytes: int) -> None:
@@ -35,7 +35,7 @@ def test_stats_answers_a_signal_and_leaves_no_worker(lab: Lab, signum: int, code
     workers = children_of(stats.pid)
     stats.send_signal(signum)
     assert stats.wait(timeout=5) == code
-    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in workers), 5, "workers")
+    wait_for(lambda: not any(alive(pid) for pid in workers), 10, "workers")
 
 
 def test_stats_workers_end_when_their_parent_is_killed(lab: Lab) -> None:
@@ -47,7 +47,7 @@ def test_stats_workers_end_when_their_parent_is_killed(lab: Lab) -> None:
     workers = children_of(stats.pid)
     stats.kill()
     stats.wait(timeout=5)
-    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in workers), 5, "workers")
+    wait_for(lambda: not any(alive(pid) for pid in workers), 10, "workers")
 
 
 def test_stats_of_a_large_log_with_hostile_lines_still_reports(lab: Lab) -> None:

@@ -103,12 +103,23 @@ def test_the_installed_code_folder_is_never_written(installed: Path, tmp_path: P
 
 
 def test_the_version_is_that_of_runner_py(installed: Path) -> None:
+    """One version, kept in entrypoints/usage.py: the command's -V and the package's metadata."""
     runner = installed / "bin" / "runner"
     installed_version = subprocess.run([str(runner), "-V"], capture_output=True, check=True)
     here = subprocess.run(
         [sys.executable, os.path.join(ROOT, "runner.py"), "-V"], capture_output=True, check=True
     )
     assert installed_version.stdout == here.stdout
+    metadata = subprocess.run(
+        [
+            str(installed / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print('runner', m.version('pyops-runner'))",
+        ],
+        capture_output=True,
+        check=True,
+    )
+    assert metadata.stdout == here.stdout
 
 
 def test_the_index_packages_of_the_same_names_still_import(installed: Path, tmp_path: Path) -> None:
