@@ -88,7 +88,30 @@ def attempt_line(record: AttemptRecord) -> bytes:
         fields["delay_ms"] = record.delay_ms
     if record.token is not None:
         fields["token"] = record.token
+    if record.rc == TIMEOUT_RC or record.timed_out:
+        fields["timed_out"] = record.timed_out
+    if record.signal is not None or SIGNALLED_RC <= record.rc <= SIGNALLED_RC + 64:
+        fields["signal"] = signal_name(record.signal)
     return (dumps(fields) + "\n").encode("ascii")
+
+
+TIMEOUT_RC = 124
+SIGNALLED_RC = 129
+"""An rc that reads as a timeout (124) or a signal (129 to 193) always comes with
+`timed_out` (true or false) or `signal` (a name, or null): whether the runner's timeout
+or a signal really ended it, or the command merely exited with that code."""
+
+
+def signal_name(signum: int | None) -> str | None:
+    """`TERM` for 15; the number as text for one without a name; None for None."""
+    if signum is None:
+        return None
+    import signal  # noqa: PLC0415 - loaded by the run path already
+
+    try:
+        return signal.Signals(signum).name.removeprefix("SIG")
+    except ValueError:
+        return str(signum)
 
 
 LOCK_TRIES = 100

@@ -8,6 +8,7 @@ from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
 
+from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
 from adapters.signals import ending
 from domain.apply import shell_words
 from domain.errors import Interrupted
@@ -255,7 +256,10 @@ class _Reader:
             ):
                 self.malformed += 1
                 continue
-            add(run_id, key, started, attempt, rc, duration, "delay_ms" in record)
+            outcome = None
+            if rc == TIMEOUT_RC or rc >= SIGNALLED_RC:
+                outcome = _said(record, rc)
+            add(run_id, key, started, attempt, rc, duration, "delay_ms" in record, outcome)
 
     def _new_key(self, cmd: list[object]) -> str:
         if not isinstance(cmd, list) or not all(type(word) is str for word in cmd):
@@ -263,6 +267,18 @@ class _Reader:
         words: list[str] = cmd  # type: ignore[assignment]
         key = self._keys[tuple(words)] = shell_words(words)
         return key
+
+
+def _said(record: dict[str, object], rc: int) -> str | None:
+    """How the line says an attempt with a timeout's or a signal's rc ended: `timed_out` and
+    `signal` tell the runner's timeout and a real signal from a command that merely exited
+    with that code; a line without them (written before they were) is read by its rc."""
+    if rc == TIMEOUT_RC:
+        said = record.get("timed_out")
+        return None if said is None else "timeout" if said is True else "failure"
+    if "signal" not in record:
+        return None
+    return "signal" if record["signal"] else "failure"
 
 
 def _decode(line: bytes) -> object:

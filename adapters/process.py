@@ -169,12 +169,15 @@ class _Child:
         ended = self.timed_out or self.signalled is not None or self.lost is not None
         if ended and not self.foreground:
             self._sweep()
+        code = os.waitstatus_to_exitcode(status)
+        died_of = -code if code < 0 else None
         if self.timed_out:
             rc = int(ExitStatus.TIMEOUT)
         else:
-            code = os.waitstatus_to_exitcode(status)
             rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code
-        return Outcome(rc, timed_out=self.timed_out, signal=self.signalled, lost=self.lost)
+        return Outcome(
+            rc, timed_out=self.timed_out, signal=self.signalled, lost=self.lost, died_of=died_of
+        )
 
     def _check_guard(self, now: float) -> Guard | None:
         """Ask the lock whether it still holds; stop the command the moment it does not."""
@@ -188,12 +191,21 @@ class _Child:
         return None
 
     def kill_and_reap(self) -> None:
-        """Leave nothing behind when waiting failed: SIGKILL the group, collect the leader."""
+        """Leave nothing behind when waiting failed: SIGKILL the group and everything the
+        command started, collect the leader, and wait (KILL_WAIT at most) for the rest to go.
+
+        The wait cannot use the signal watch, which may be what failed."""
         self._signal_group(signal.SIGKILL)
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+        deadline = time.monotonic() + KILL_WAIT
+        while time.monotonic() < deadline and (
+            self._left() if self.subreaper else _group_alive(self.pid)
+        ):
+            self._reap()
+            time.sleep(SWEEP_INTERVAL)
 
     def _on_signals(self, received: list[int]) -> None:
         for signum in received:

@@ -16,7 +16,8 @@ OUTCOMES = ("success", "failure", "timeout", "signal")
 
 
 def outcome_of(rc: int) -> str:
-    """success, timeout (124), signal (128+N) or failure: how a run ended."""
+    """success, timeout (124), signal (128+N) or failure: how a run ended, read from its rc
+    alone (lines written before `timed_out` and `signal` were logged)."""
     common = _COMMON.get(rc)
     if common is not None:
         return common
@@ -75,14 +76,18 @@ class Aggregate:
         self.last_failure_rc: int | None = None
         self.recent: list[tuple[float, str]] = []
 
-    def attempt(self, rc: int, duration_ms: int) -> None:
-        """Count one attempt (whatever becomes of its run)."""
-        self.attempt_outcomes[outcome_of(rc)] += 1
+    def attempt(self, rc: int, duration_ms: int, outcome: str | None = None) -> None:
+        """Count one attempt (whatever becomes of its run); `outcome` as the log says it,
+        else read from `rc`."""
+        self.attempt_outcomes[outcome or outcome_of(rc)] += 1
         self.attempt_durations.add(duration_ms)
 
-    def add(self, rc: int, attempts: int, first: float, end: float) -> None:
-        """Count one run: its last rc, attempts, and start and end (epoch seconds)."""
-        outcome = outcome_of(rc)
+    def add(
+        self, rc: int, attempts: int, first: float, end: float, outcome: str | None = None
+    ) -> None:
+        """Count one run: its last rc (and outcome, as the log says it, else read from the
+        rc), attempts, and start and end (epoch seconds)."""
+        outcome = outcome or outcome_of(rc)
         self.runs += 1
         self.outcomes[outcome] += 1
         self.codes[rc] = self.codes.get(rc, 0) + 1

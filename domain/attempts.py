@@ -18,11 +18,12 @@ class Outcome:
 
     `rc` is the shell's number: the exit code, 124 for a timeout, 128+N when the
     command died of signal N. `signal` is set when the runner itself received a
-    signal during the attempt (and passed it on); `lost` says why the lock was
-    lost when that stopped the command.
+    signal during the attempt (and passed it on); `died_of` is the signal the
+    command died of, if it did; `lost` says why the lock was lost when that
+    stopped the command.
     """
 
-    __slots__ = ("error", "lost", "rc", "signal", "timed_out")
+    __slots__ = ("died_of", "error", "lost", "rc", "signal", "timed_out")
 
     def __init__(
         self,
@@ -32,12 +33,20 @@ class Outcome:
         signal: int | None = None,
         error: str | None = None,
         lost: str | None = None,
+        died_of: int | None = None,
     ) -> None:
         self.rc = rc
         self.timed_out = timed_out
         self.signal = signal
         self.error = error
         self.lost = lost
+        self.died_of = died_of
+
+    @property
+    def ended_by(self) -> int | None:
+        """The signal that ended the attempt: the one the command died of, else the one the
+        runner received and passed on; None when neither."""
+        return self.died_of if self.died_of is not None else self.signal
 
     def __repr__(self) -> str:
         return f"Outcome(rc={self.rc}, timed_out={self.timed_out}, signal={self.signal})"
@@ -117,6 +126,8 @@ class AttemptRecord:
 
     `delay_ms` is the wait that followed this attempt; None on the last one.
     `token` is the fencing token of the lock the attempt ran under, if any.
+    `timed_out` says whether the runner's own timeout (or deadline) ended it;
+    `signal` is the number of the signal that ended it, if one did.
     """
 
     __slots__ = (
@@ -127,7 +138,9 @@ class AttemptRecord:
         "name",
         "rc",
         "run_id",
+        "signal",
         "started",
+        "timed_out",
         "token",
     )
 
@@ -142,6 +155,8 @@ class AttemptRecord:
         name: str | None = None,
         delay_ms: int | None = None,
         token: int | None = None,
+        timed_out: bool = False,
+        signal: int | None = None,
     ) -> None:
         self.started = started
         self.cmd = cmd
@@ -152,3 +167,5 @@ class AttemptRecord:
         self.name = name
         self.delay_ms = delay_ms
         self.token = token
+        self.timed_out = timed_out
+        self.signal = signal

@@ -85,6 +85,8 @@ class Attempts:
                     name,
                     delay_ms,
                     token,
+                    outcome.timed_out,
+                    None if outcome.timed_out else outcome.ended_by,
                 )
             )
             self._report(outcome, attempt, policy, limit, step)
@@ -129,12 +131,20 @@ class Attempts:
                 self.console.info(f"{failed}; rc {outcome.rc} is not retried")
 
 
-def run(cmd: list[str], policy: Policy, *, attempts: Attempts, lock: Lock | None) -> int:
-    """Run `cmd` with retries; with a lock, as the single instance that holds it."""
+def run(
+    cmd: list[str],
+    policy: Policy,
+    *,
+    attempts: Attempts,
+    lock: Lock | None,
+    name: str | None = None,
+) -> int:
+    """Run `cmd` with retries (as the job `name`, when given); with a lock, as the single
+    instance that holds it."""
     if lock is None:
-        return attempts.run(cmd, policy)
+        return attempts.run(cmd, policy, name)
     token = lock.acquire(policy.lock_wait)
     try:
-        return attempts.run(cmd, policy, token=token, lock=lock)
+        return attempts.run(cmd, policy, name, token, lock)
     finally:
         lock.release()

@@ -8,7 +8,7 @@ checkpoint can carry it from one `stats` to the next.
 
 from __future__ import annotations
 
-from domain.aggregate import Aggregate
+from domain.aggregate import OUTCOMES, Aggregate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -18,7 +18,16 @@ if TYPE_CHECKING:
 class Run:
     """The attempts of one run_id seen so far. Times are epoch seconds."""
 
-    __slots__ = ("attempts", "first", "first_attempt", "key", "last_end", "last_rc", "open")
+    __slots__ = (
+        "attempts",
+        "first",
+        "first_attempt",
+        "key",
+        "last_end",
+        "last_outcome",
+        "last_rc",
+        "open",
+    )
 
     def __init__(self, key: str, started: float, attempt: int) -> None:
         self.key = key
@@ -27,14 +36,24 @@ class Run:
         self.attempts = 0
         self.last_end = started
         self.last_rc = 0
+        self.last_outcome: str | None = None
         self.open = True
 
-    def add(self, started: float, attempt: int, rc: int, duration_ms: int, waits: bool) -> None:
+    def add(
+        self,
+        started: float,
+        attempt: int,
+        rc: int,
+        duration_ms: int,
+        waits: bool,
+        outcome: str | None = None,
+    ) -> None:
         if started < self.first:
             self.first, self.first_attempt = started, attempt
         end = started + duration_ms / 1000
         if end >= self.last_end:
             self.last_end, self.last_rc, self.open = end, rc, waits
+            self.last_outcome = outcome
         self.attempts += 1
 
     def absorb(self, other: Run) -> None:
@@ -43,6 +62,7 @@ class Run:
             self.first, self.first_attempt = other.first, other.first_attempt
         if other.last_end >= self.last_end:
             self.last_end, self.last_rc, self.open = other.last_end, other.last_rc, other.open
+            self.last_outcome = other.last_outcome
         self.attempts += other.attempts
 
     @property
@@ -59,14 +79,17 @@ class Run:
             self.last_end,
             self.last_rc,
             self.open,
+            self.last_outcome,
         ]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> Run:
-        key, first, first_attempt, attempts, last_end, last_rc, still_open = state
+        key, first, first_attempt, attempts, last_end, last_rc, still_open = state[:7]
         run = cls(str(key), float(first), int(first_attempt))
         run.attempts, run.last_end = int(attempts), float(last_end)
         run.last_rc, run.open = int(last_rc), bool(still_open)
+        outcome = state[7] if len(state) > 7 else None
+        run.last_outcome = outcome if outcome in OUTCOMES else None
         return run
 
 
@@ -92,18 +115,21 @@ class Summary:
         rc: int,
         duration_ms: int,
         waits: bool,
+        outcome: str | None = None,
     ) -> None:
+        """One attempt line; `outcome` is how the log says it ended (None: read the rc)."""
         counted = self.since is None or started >= self.since
         if counted:
-            self._aggregate(key).attempt(rc, duration_ms)
+            self._aggregate(key).attempt(rc, duration_ms, outcome)
         run = self.open.get(run_id)
         if run is None:
             if attempt == 1 and not waits:
                 if counted:
-                    self._aggregate(key).add(rc, 1, started, started + duration_ms / 1000)
+                    end = started + duration_ms / 1000
+                    self._aggregate(key).add(rc, 1, started, end, outcome)
                 return
             run = self.open[run_id] = Run(key, started, attempt)
-        run.add(started, attempt, rc, duration_ms, waits)
+        run.add(started, attempt, rc, duration_ms, waits, outcome)
         if run.whole:
             del self.open[run_id]
             self._count(run, self.by_key)
@@ -161,7 +187,7 @@ class Summary:
             aggregate = groups.get(run.key)
             if aggregate is None:
                 aggregate = groups[run.key] = Aggregate()
-            aggregate.add(run.last_rc, run.attempts, run.first, run.last_end)
+            aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
 
     def _aggregate(self, key: str) -> Aggregate:
         aggregate = self.by_key.get(key)

@@ -131,6 +131,8 @@ def _read_words(
         invocation.cmd = words + (command or [])
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
+        if not invocation.name and env.get("RUNNER_JOB_NAME"):
+            _set_naming(invocation, "--name", env["RUNNER_JOB_NAME"])
     elif action == "apply":
         _read_apply(invocation, words, command, env)
     elif action == "forget":
@@ -224,10 +226,8 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.conflict_exit_code = parse_exit_code(value, option)
     elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
         _set_state_option(invocation, option, value)
-    elif option == "--by":
-        if value not in ("cmd", "name"):
-            raise UsageError(f"--by: expected cmd or name, not {value!r}")
-        invocation.by = value
+    elif option in ("--by", "--name"):
+        _set_naming(invocation, option, value)
     elif not value:
         raise UsageError(
             f"{option} needs a path" + (" (or - for stdin)" if option == "--log" else "")
@@ -236,6 +236,21 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.logs.append(value)
     else:
         setattr(invocation, PATHS[option], value)
+
+
+def _set_naming(invocation: Invocation, option: str, value: str) -> None:
+    """run's --name JOB (apply's rule for names), and stats' --by cmd|name."""
+    if option == "--name":
+        try:
+            invocation.name = check_name(value)
+        except UsageError:
+            raise UsageError(
+                f"--name: {value!r} is not a valid job name (as apply's NAME)"
+            ) from None
+    elif value not in ("cmd", "name"):
+        raise UsageError(f"--by: expected cmd or name, not {value!r}")
+    else:
+        invocation.by = value
 
 
 def _scope(value: str, where: str) -> str:

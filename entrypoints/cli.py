@@ -131,7 +131,13 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
     try:
         if invocation.action == "run":
             lock = None if backend is None else backend.lock
-            return flows.run(invocation.cmd, invocation.policy, attempts=attempts, lock=lock)
+            return flows.run(
+                invocation.cmd,
+                invocation.policy,
+                attempts=attempts,
+                lock=lock,
+                name=invocation.name or None,
+            )
         from domain.apply import apply
 
         assert backend is not None

@@ -39,6 +39,7 @@ VALUED = frozenset(
         "--conflict-exit-code",
         "--lock-scope",
         "--grant",
+        "--name",
     }
 )
 FLAGS = {
@@ -56,7 +57,7 @@ PROCESS = frozenset({"--foreground", "--signal", "--replay-stdin"})
 STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
-    "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots"},
+    "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name"},
     "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus"},
     "applied": GLOBAL | STATE | {"--json"},

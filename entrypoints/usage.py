@@ -125,6 +125,11 @@ OPTIONS = {
         "with --lock: at most N holders at once",
         "1",
     ),
+    "--name": (
+        "JOB",
+        "run: the job's name (apply's rule), in the log as `name`, for stats --by name and metrics",
+        "$RUNNER_JOB_NAME, else none",
+    ),
     "--lock-scope": (
         "home|name",
         "home: one lock for every apply (the lab's); name: steps of other names run beside",

@@ -52,7 +52,8 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("utc")
 @freeze_time("2026-11-29T10:33:40.123456+00:00")
 def test_attempt_line_has_the_labs_keys_and_an_iso_timestamp() -> None:
-    """ts, cmd, attempt, rc, duration_ms, run_id, and name for apply; one line."""
+    """ts, cmd, attempt, rc, duration_ms, run_id, and name for apply; one line. An rc of 124
+    says whether the runner's timeout ended it."""
     line = attempt_line(AttemptRecord(time.time(), ["a", "b c"], 2, 124, 1500, "r1", "n"))
     assert line.endswith(b"\n")
     assert line.count(b"\n") == 1
@@ -64,6 +65,7 @@ def test_attempt_line_has_the_labs_keys_and_an_iso_timestamp() -> None:
         "duration_ms": 1500,
         "run_id": "r1",
         "name": "n",
+        "timed_out": False,
     }
 
 
