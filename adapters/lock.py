@@ -87,13 +87,16 @@ class FcntlLock:
         """Open (creating) a lock file without following a symlink; read-only will do.
 
         flock needs no write access, so a lock file another user made, that this
-        one may only read, still serves (as with flock(1)).
+        one may only read, or one on a read-only file system, still serves (as with
+        flock(1)).
         """
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
                 return os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
-            except PermissionError:
+            except OSError as exc:
+                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise
                 return os.open(path, flags | os.O_RDONLY)
         except OSError as exc:
             if exc.errno == errno.ELOOP:

@@ -257,7 +257,7 @@ class _Reader:
                 self.malformed += 1
                 continue
             outcome = None
-            if rc == TIMEOUT_RC or rc >= SIGNALLED_RC:
+            if rc == TIMEOUT_RC or rc >= SIGNALLED_RC or "timed_out" in record:
                 outcome = _said(record, rc)
             add(run_id, key, started, attempt, rc, duration, "delay_ms" in record, outcome)
 
@@ -273,9 +273,11 @@ def _said(record: dict[str, object], rc: int) -> str | None:
     """How the line says an attempt with a timeout's or a signal's rc ended: `timed_out` and
     `signal` tell the runner's timeout and a real signal from a command that merely exited
     with that code; a line without them (written before they were) is read by its rc."""
+    said = record.get("timed_out")
+    if said is True:
+        return "timeout"
     if rc == TIMEOUT_RC:
-        said = record.get("timed_out")
-        return None if said is None else "timeout" if said is True else "failure"
+        return None if said is None else "failure"
     if "signal" not in record:
         return None
     return "signal" if record["signal"] else "failure"

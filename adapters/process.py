@@ -59,7 +59,8 @@ class PosixProcessRunner:
     own environment as the base of the command's. `stop_signal` ends a command on
     timeout or a lost lock (SIGKILL skips the grace). With `foreground`, the command
     stays in the runner's process group (and terminal), and only the command itself
-    is signalled, as with `timeout --foreground`.
+    is signalled, as with `timeout --foreground`. With `preserve_status`, a timed-out
+    attempt's rc is the command's own status, not 124 (`timeout --preserve-status`).
 
     When stdin is a regular file, every attempt reads it from where the first began.
     """
@@ -73,6 +74,7 @@ class PosixProcessRunner:
         environ: Mapping[str, str] | None = None,
         stop_signal: int = signal.SIGTERM,
         foreground: bool = False,
+        preserve_status: bool = False,
     ) -> None:
         self.watch = watch
         self.inherit = inherit
@@ -80,6 +82,7 @@ class PosixProcessRunner:
         self.environ = os.environ if environ is None else environ
         self.stop_signal = stop_signal
         self.foreground = foreground
+        self.preserve_status = preserve_status
         self.stdin_start = _regular_file_offset(0)
         self.subreaper = become_subreaper()
 
@@ -138,6 +141,7 @@ class _Child:
         self.watch = runner.watch
         self.guard = runner.guard
         self.stop_signal = runner.stop_signal
+        self.preserve_status = runner.preserve_status
         self.foreground = runner.foreground
         self.kill_after = kill_after
         self.lost: str | None = None
@@ -171,7 +175,7 @@ class _Child:
             self._sweep()
         code = os.waitstatus_to_exitcode(status)
         died_of = -code if code < 0 else None
-        if self.timed_out:
+        if self.timed_out and not self.preserve_status:
             rc = int(ExitStatus.TIMEOUT)
         else:
             rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code

@@ -62,6 +62,8 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
             invocation.home = env.get("RUNNER_HOME") or None
         if invocation.action in ("run", "apply", "applied", "forget", "locks", "setup"):
             _read_state(invocation, env)
+        if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
+            raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
         if invocation.action in ("apply", "forget") and invocation.lock_scope is None:
             invocation.lock_scope = _scope(
                 env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE"

@@ -92,6 +92,8 @@ def _dispatch(
         return _manage(invocation, watch, console)
     except LockBusy as busy:
         busy.status = invocation.conflict_exit_code
+        if busy.status == ExitStatus.OK and invocation.quiet:
+            return ExitStatus.OK  # as `flock -n -E 0`: a busy lock is no news
         raise
 
 
@@ -123,6 +125,7 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         guard=None if backend is None else backend.guard,
         environ=environ,
         stop_signal=invocation.stop_signal,
+        preserve_status=invocation.preserve_status,
         foreground=invocation.foreground,
     )
     sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)

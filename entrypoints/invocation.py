@@ -49,11 +49,12 @@ FLAGS = {
     "--json": "json",
     "--foreground": "foreground",
     "--replay-stdin": "replay_stdin",
+    "--preserve-status": "preserve_status",
 }
 GLOBAL = frozenset({"--home", "--quiet", "-q"})
 """Options every subcommand takes, also before the subcommand."""
 POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
-PROCESS = frozenset({"--foreground", "--signal", "--replay-stdin"})
+PROCESS = frozenset({"--foreground", "--signal", "--replay-stdin", "--preserve-status"})
 STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
@@ -89,6 +90,7 @@ class Invocation:
         "name",
         "namespace",
         "policy",
+        "preserve_status",
         "prometheus",
         "quiet",
         "replay_stdin",
@@ -124,6 +126,7 @@ class Invocation:
         self.dry_run = False
         self.foreground = False
         self.replay_stdin = False
+        self.preserve_status = False
         self.stop_signal = 15
         self.conflict_exit_code = 3
         self.topic: str | None = None

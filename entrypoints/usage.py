@@ -130,6 +130,12 @@ OPTIONS = {
         "run: the job's name (apply's rule), in the log as `name`, for stats --by name and metrics",
         "$RUNNER_JOB_NAME, else none",
     ),
+    "--preserve-status": (
+        "",
+        "as timeout --preserve-status: a timed-out attempt ends with the command's own "
+        "status (143 for TERM), not 124",
+        "off",
+    ),
     "--lock-scope": (
         "home|name",
         "home: one lock for every apply (the lab's); name: steps of other names run beside",

@@ -94,8 +94,11 @@ def parse_codes(text: str, option: str) -> frozenset[int]:
 
 
 def parse_signal(text: str, option: str) -> int:
-    """A signal by name (TERM, SIGTERM, term) or number (15), as timeout's -s reads it."""
+    """A signal by name (TERM, SIGTERM, term) or number (15), as timeout's -s reads it;
+    0 sends nothing (as `timeout -s 0`: only --kill-after then ends the command)."""
     name = text.upper().removeprefix("SIG")
+    if text == "0":
+        return 0
     try:
         number = int(text) if text.isdigit() and text.isascii() else signal.Signals["SIG" + name]
         return int(signal.Signals(number))

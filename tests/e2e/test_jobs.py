@@ -75,3 +75,70 @@ def test_lines_written_before_the_fields_keep_their_reading(lab: Lab) -> None:
     lab.log.write_text(old % ("slow", 124, "r1") + old % ("killed", 143, "r2"))
     rows = groups(lab)
     assert (rows["slow"]["timed_out"], rows["killed"]["signalled"]) == (1, 1)
+
+
+def test_preserve_status_keeps_the_commands_own_status_on_timeout(lab: Lab) -> None:
+    """As `timeout --preserve-status`: 143 (TERM) rather than 124; the log still says
+    timed_out, and stats counts a timeout."""
+    result = lab.run("run", "--preserve-status", "--timeout", "0.2", "--", "sleep", "5")
+    assert result.returncode == 143
+    (line,) = lines(lab)
+    assert (line["rc"], line["timed_out"]) == (143, True)
+    assert groups(lab)["sleep 5"]["timed_out"] == 1
+
+
+def test_signal_0_sends_nothing_and_kill_after_ends_the_command(lab: Lab) -> None:
+    """As `timeout -s 0 -k 0.3`: nothing at the timeout, SIGKILL after the grace; without a
+    grace it could never end, so that is a usage error."""
+    ended = lab.run(
+        "run", "--signal", "0", "--kill-after", "0.3", "--timeout", "0.2", "--", "sleep", "5"
+    )
+    assert ended.returncode == 124
+    refused = lab.run("run", "--signal", "0", "--kill-after", "0", "--", "true")
+    assert refused.returncode == 125
+
+
+def test_quiet_with_conflict_exit_code_0_says_nothing_of_a_busy_lock(lab: Lab) -> None:
+    """As `flock -n -E 0`: a busy lock is a quiet success under -q."""
+    from tests.procs import lock_held_elsewhere
+
+    lock = str(lab.tmp / "job.lock")
+    with lock_held_elsewhere(lock):
+        quiet = lab.run("run", "-q", "--conflict-exit-code", "0", "--lock", lock, "--", "true")
+        loud = lab.run("run", "--conflict-exit-code", "0", "--lock", lock, "--", "true")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, b"", b"")
+    assert (loud.returncode, loud.stderr.startswith(b"runner: another run in progress")) == (
+        0,
+        True,
+    )
+
+
+def test_a_lock_file_on_a_read_only_file_system_still_locks(lab: Lab) -> None:
+    """Regression: `run --lock FILE` with FILE on a read-only mount was 125 ('Read-only file
+    system'); flock needs no write access, so it takes the lock as `flock -n` does."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.e2e.conftest import RUNNER
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a read-only mount of the test's own needs root and unshare")
+    folder = lab.tmp / "ro"
+    folder.mkdir()
+    (folder / "job.lock").write_text("")
+    script = (
+        f"mount --bind {folder} {folder} && mount -o remount,ro,bind {folder} && "
+        f'"$0" {RUNNER} run --lock {folder}/job.lock -- '
+        f'sh -c "touch {folder}/x 2>/dev/null; echo ran"'
+    )
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, sys.executable],
+        env=lab.env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, b"ran\n"), result.stderr
+    assert not (folder / "x").exists()
