@@ -92,6 +92,8 @@ def attempt_line(record: AttemptRecord) -> bytes:
         fields["timed_out"] = record.timed_out
     if record.signal is not None or SIGNALLED_RC <= record.rc <= SIGNALLED_RC + 64:
         fields["signal"] = signal_name(record.signal)
+    if record.ping_failed:
+        fields["ping_failed"] = True
     return (dumps(fields) + "\n").encode("ascii")
 
 

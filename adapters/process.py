@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Protocol
 
+    from adapters.capture import Capture
     from adapters.signals import SignalWatch
 
     class Guard(Protocol):
@@ -75,6 +76,7 @@ class PosixProcessRunner:
         stop_signal: int = signal.SIGTERM,
         foreground: bool = False,
         preserve_status: bool = False,
+        capture: Capture | None = None,
     ) -> None:
         self.watch = watch
         self.inherit = inherit
@@ -83,6 +85,7 @@ class PosixProcessRunner:
         self.stop_signal = stop_signal
         self.foreground = foreground
         self.preserve_status = preserve_status
+        self.capture = capture
         self.stdin_start = _regular_file_offset(0)
         self.subreaper = become_subreaper()
 
@@ -98,28 +101,42 @@ class PosixProcessRunner:
         if self.stdin_start is not None:
             os.lseek(0, self.stdin_start, os.SEEK_SET)
         before = frozenset(descendants(os.getpid())) if self.subreaper else frozenset()
+        kept = None if self.capture is None else self.capture.open()
+        actions = [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[0], 1)]
+        actions += [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[1], 2)]
         try:
             environment = {**self.environ, **env} if env else self.environ
             pid = os.posix_spawnp(
-                cmd[0], cmd, environment, setsid=not self.foreground, setsigdef=RESET_IN_CHILD
+                cmd[0],
+                cmd,
+                environment,
+                setsid=not self.foreground,
+                setsigdef=RESET_IN_CHILD,
+                file_actions=actions,
             )
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
-            return Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}")
+            return self._ended(Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}"))
         except ValueError as exc:
-            return Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {exc}")
+            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {exc}"))
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
         child = _Child(pid, self, timeout, kill_after, before)
         self.watch.group = None if self.foreground else pid
         try:
-            return child.wait()
+            return self._ended(child.wait())
         except BaseException:
             child.kill_and_reap()
             raise
         finally:
             self.watch.group = None
+
+    def _ended(self, outcome: Outcome) -> Outcome:
+        """Tell the capture (if any) how the attempt it holds ended."""
+        if self.capture is not None:
+            self.capture.ended(outcome.rc)
+        return outcome
 
 
 class _Child:

@@ -127,7 +127,8 @@ class AttemptRecord:
     `delay_ms` is the wait that followed this attempt; None on the last one.
     `token` is the fencing token of the lock the attempt ran under, if any.
     `timed_out` says whether the runner's own timeout (or deadline) ended it;
-    `signal` is the number of the signal that ended it, if one did.
+    `signal` is the number of the signal that ended it, if one did. `ping_failed`
+    says that a --ping of this run failed by the time the line was written.
     """
 
     __slots__ = (
@@ -136,6 +137,7 @@ class AttemptRecord:
         "delay_ms",
         "duration_ms",
         "name",
+        "ping_failed",
         "rc",
         "run_id",
         "signal",
@@ -169,3 +171,4 @@ class AttemptRecord:
         self.token = token
         self.timed_out = timed_out
         self.signal = signal
+        self.ping_failed = False

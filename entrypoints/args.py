@@ -58,17 +58,23 @@ def parse(argv: list[str], env: Mapping[str, str]) -> Invocation:
     words, command = _read_options(invocation, argv[index + 1 :])
     if invocation.action != "help":
         _read_words(invocation, words, command, env)
-        if invocation.home is None:
-            invocation.home = env.get("RUNNER_HOME") or None
-        if invocation.action in ("run", "apply", "applied", "forget", "locks", "setup"):
-            _read_state(invocation, env)
-        if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
-            raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
-        if invocation.action in ("apply", "forget") and invocation.lock_scope is None:
-            invocation.lock_scope = _scope(
-                env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE"
-            )
+        _complete(invocation, env)
     return invocation
+
+
+def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
+    """What the environment gives that the command line did not, and checks across options."""
+    action = invocation.action
+    if invocation.home is None:
+        invocation.home = env.get("RUNNER_HOME") or None
+    if action in ("run", "apply", "applied", "forget", "locks", "setup"):
+        _read_state(invocation, env)
+    if action in ("run", "apply") and invocation.ping is None and env.get("RUNNER_PING_URL"):
+        _set_naming(invocation, "--ping", env["RUNNER_PING_URL"])
+    if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
+        raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
+    if action in ("apply", "forget") and invocation.lock_scope is None:
+        invocation.lock_scope = _scope(env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE")
 
 
 def _help(words: list[str]) -> Invocation:
@@ -228,7 +234,7 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.conflict_exit_code = parse_exit_code(value, option)
     elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
         _set_state_option(invocation, option, value)
-    elif option in ("--by", "--name"):
+    elif option in ("--by", "--name", "--ping"):
         _set_naming(invocation, option, value)
     elif not value:
         raise UsageError(
@@ -241,8 +247,12 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
 
 
 def _set_naming(invocation: Invocation, option: str, value: str) -> None:
-    """run's --name JOB (apply's rule for names), and stats' --by cmd|name."""
-    if option == "--name":
+    """run's --name JOB (apply's rule for names), --ping URL, and stats' --by cmd|name."""
+    if option == "--ping":
+        if not value.startswith(("http://", "https://")):
+            raise UsageError("--ping: expected an http:// or https:// URL (a Healthchecks ping)")
+        invocation.ping = value
+    elif option == "--name":
         try:
             invocation.name = check_name(value)
         except UsageError:

@@ -15,7 +15,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import NoReturn
 
+    from adapters.capture import Capture
+    from adapters.ping import Pinger
     from adapters.signals import SignalWatch
+    from domain import flows
+    from domain.ports import AttemptSink
+    from entrypoints.backends import Backend
     from entrypoints.invocation import Invocation
 
 
@@ -119,6 +124,9 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         from entrypoints.backends import scrubbed_environ
 
         environ = scrubbed_environ(os.environ)
+    sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
+    run_id = os.urandom(8).hex()
+    capture, pinger, recorder = _reporting(invocation, console, sink, run_id)
     processes = PosixProcessRunner(
         watch,
         inherit=tuple if backend is None else backend.lock.fds,
@@ -127,38 +135,87 @@ def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole)
         stop_signal=invocation.stop_signal,
         preserve_status=invocation.preserve_status,
         foreground=invocation.foreground,
+        capture=capture,
     )
-    sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
-    run_id = os.urandom(8).hex()
-    attempts = flows.Attempts(processes, SystemClock(watch), sink, console, run_id, random_fraction)
+    attempts = flows.Attempts(
+        processes, SystemClock(watch), recorder, console, run_id, random_fraction
+    )
+    code: int = ExitStatus.RUNNER_ERROR
     try:
-        if invocation.action == "run":
-            lock = None if backend is None else backend.lock
-            return flows.run(
-                invocation.cmd,
-                invocation.policy,
-                attempts=attempts,
-                lock=lock,
-                name=invocation.name or None,
-            )
-        from domain.apply import apply
-
-        assert backend is not None
-        assert backend.markers is not None
-        return apply(
-            invocation.name,
-            invocation.cmd,
-            invocation.policy,
-            dry_run=invocation.dry_run,
-            attempts=attempts,
-            lock=backend.lock,
-            markers=backend.markers,
-            console=console,
-        )
+        code = _perform(invocation, attempts, backend, console)
+        return code
+    except Interrupted as stop:
+        code = stop.exit_code
+        raise
+    except RunnerError as error:
+        code = error.status
+        raise
     finally:
+        if capture is not None:
+            if code != ExitStatus.OK:
+                capture.replay()
+            capture.close()
+        if pinger is not None:
+            pinger.finish(code, capture.tail() if capture else b"")
         sink.close()
         if backend is not None:
             backend.close()
+
+
+def _reporting(
+    invocation: Invocation, console: StreamConsole, sink: AttemptSink, run_id: str
+) -> tuple[Capture | None, Pinger | None, AttemptSink]:
+    """--output-on-failure's capture and --ping's pinger, when asked for, and the sink that
+    pings the run's end before it writes the run's last line."""
+    if invocation.dry_run:
+        return None, None, sink
+    capture = None
+    if invocation.output_on_failure:
+        from adapters.capture import Capture
+
+        capture = Capture(console.warn)
+    if invocation.ping is None:
+        return capture, None, sink
+    from adapters.ping import Pinger, PingingSink
+
+    pinger = Pinger(invocation.ping, run_id, console.warn)
+    recorder = PingingSink(sink, pinger, capture.tail if capture else bytes)
+    recorder.start_failed = not pinger.start()
+    return capture, pinger, recorder
+
+
+def _perform(
+    invocation: Invocation,
+    attempts: flows.Attempts,
+    backend: Backend | None,
+    console: StreamConsole,
+) -> int:
+    """run or apply, with the adapters the composition root built."""
+    from domain import flows
+
+    if invocation.action == "run":
+        lock = None if backend is None else backend.lock
+        return flows.run(
+            invocation.cmd,
+            invocation.policy,
+            attempts=attempts,
+            lock=lock,
+            name=invocation.name or None,
+        )
+    from domain.apply import apply
+
+    assert backend is not None
+    assert backend.markers is not None
+    return apply(
+        invocation.name,
+        invocation.cmd,
+        invocation.policy,
+        dry_run=invocation.dry_run,
+        attempts=attempts,
+        lock=backend.lock,
+        markers=backend.markers,
+        console=console,
+    )
 
 
 def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:

@@ -40,6 +40,7 @@ VALUED = frozenset(
         "--lock-scope",
         "--grant",
         "--name",
+        "--ping",
     }
 )
 FLAGS = {
@@ -50,11 +51,21 @@ FLAGS = {
     "--foreground": "foreground",
     "--replay-stdin": "replay_stdin",
     "--preserve-status": "preserve_status",
+    "--output-on-failure": "output_on_failure",
 }
 GLOBAL = frozenset({"--home", "--quiet", "-q"})
 """Options every subcommand takes, also before the subcommand."""
 POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
-PROCESS = frozenset({"--foreground", "--signal", "--replay-stdin", "--preserve-status"})
+PROCESS = frozenset(
+    {
+        "--foreground",
+        "--signal",
+        "--replay-stdin",
+        "--preserve-status",
+        "--output-on-failure",
+        "--ping",
+    }
+)
 STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
@@ -89,6 +100,8 @@ class Invocation:
         "logs",
         "name",
         "namespace",
+        "output_on_failure",
+        "ping",
         "policy",
         "preserve_status",
         "prometheus",
@@ -127,6 +140,8 @@ class Invocation:
         self.foreground = False
         self.replay_stdin = False
         self.preserve_status = False
+        self.output_on_failure = False
+        self.ping: str | None = None
         self.stop_signal = 15
         self.conflict_exit_code = 3
         self.topic: str | None = None

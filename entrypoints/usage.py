@@ -130,6 +130,18 @@ OPTIONS = {
         "run: the job's name (apply's rule), in the log as `name`, for stats --by name and metrics",
         "$RUNNER_JOB_NAME, else none",
     ),
+    "--output-on-failure": (
+        "",
+        "as chronic: keep the command's output in private files and show it only if the run "
+        "fails, each attempt's in order",
+        "off: passed through",
+    ),
+    "--ping": (
+        "URL",
+        "Healthchecks ping URL: URL/start, then URL on success or URL/RC on failure, with the "
+        "run id; never printed",
+        "$RUNNER_PING_URL, else none",
+    ),
     "--preserve-status": (
         "",
         "as timeout --preserve-status: a timed-out attempt ends with the command's own "

@@ -1,0 +1,104 @@
+"""--output-on-failure, as moreutils' chronic: the command's output is shown only if the run fails.
+
+Each attempt writes its stdout and stderr into two private files (created unlinked,
+mode 0600, on disk in TMPDIR, so memory does not grow with output). If the run
+fails, every attempt's output is written out in order, stdout to the runner's stdout
+and stderr to its stderr, each attempt announced on stderr; a success writes
+nothing. The bytes are copied as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO
+
+TAIL = 10 * 1024
+"""Bytes of the last attempt's output kept for a failure ping's body."""
+
+
+class Capture:
+    """The output of each attempt of one run, in files of its own."""
+
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self.warn = warn
+        self.kept: list[tuple[IO[bytes], IO[bytes]]] = []
+        self.codes: list[int] = []
+
+    def open(self) -> tuple[int, int] | None:
+        """Files for the next attempt's stdout and stderr: their descriptors; None (said
+        once on stderr) when none can be made: that attempt's output then passes through."""
+        try:
+            out = tempfile.TemporaryFile(prefix="runner-out-")  # noqa: SIM115 - kept for the run
+        except OSError as exc:
+            self._cannot(exc)
+            return None
+        try:
+            err = tempfile.TemporaryFile(prefix="runner-err-")  # noqa: SIM115 - kept for the run
+        except OSError as exc:
+            out.close()
+            self._cannot(exc)
+            return None
+        self.kept.append((out, err))
+        return out.fileno(), err.fileno()
+
+    def _cannot(self, exc: OSError) -> None:
+        where = tempfile.gettempdir()
+        self.warn(
+            f"--output-on-failure: cannot keep output in {where} ({exc.strerror or exc}); "
+            "this attempt's output is passed through"
+        )
+
+    def ended(self, rc: int) -> None:
+        """The attempt whose files were opened last ended with `rc`."""
+        if len(self.codes) < len(self.kept):
+            self.codes.append(rc)
+
+    def replay(self) -> None:
+        """Write every attempt's output out, in order, each announced on stderr. A stdout
+        or stderr that cannot be written is left."""
+        for number, ((out, err), rc) in enumerate(zip(self.kept, self.codes, strict=False), 1):
+            _write(2, f"runner: output of attempt {number} (rc={rc}):\n".encode())
+            _copy(out, 1)
+            _copy(err, 2)
+
+    def tail(self, limit: int = TAIL) -> bytes:
+        """The end of the last attempt's stdout, then of its stderr: `limit` bytes at most."""
+        if not self.kept:
+            return b""
+        out, err = self.kept[-1]
+        ends = [_end(out, limit), _end(err, limit)]
+        return b"".join(ends)[-limit:]
+
+    def close(self) -> None:
+        for out, err in self.kept:
+            out.close()
+            err.close()
+        self.kept = []
+
+
+def _copy(source: IO[bytes], fd: int) -> None:
+    source.seek(0)
+    while block := source.read(1 << 16):
+        if not _write(fd, block):
+            return
+
+
+def _write(fd: int, data: bytes) -> bool:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        return False
+    return True
+
+
+def _end(source: IO[bytes], limit: int) -> bytes:
+    size = source.seek(0, os.SEEK_END)
+    source.seek(max(0, size - limit))
+    return source.read(limit)

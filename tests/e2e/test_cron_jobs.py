@@ -1,0 +1,138 @@
+"""Cron-grade output and pings: silent on success (as chronic), loud on failure, and
+Healthchecks pings that leave the host, against a local HTTP server that behaves as the
+service's documentation says (and ones that hang or fail)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pytest
+
+from tests.e2e.conftest import Lab
+
+SECRET = "5f2d9a1c-secret-check-uuid"
+
+
+def test_a_success_prints_nothing_of_the_commands_output(lab: Lab) -> None:
+    """--output-on-failure: stdout and stderr kept aside; a successful run shows nothing."""
+    result = lab.run("run", "--output-on-failure", "--", "sh", "-c", "echo out; echo err >&2")
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_a_failure_shows_every_attempts_output_in_order_byte_for_byte(lab: Lab) -> None:
+    """After the last attempt: each attempt's stdout on stdout, stderr on stderr, announced."""
+    script = r'printf "out$RUNNER_ATTEMPT\000\377\n"; echo "err$RUNNER_ATTEMPT" >&2; exit 3'
+    result = lab.run(
+        "run", "-q", "--output-on-failure", "--retries", "1", "--backoff", "0", "--",
+        "sh", "-c", script,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert result.stdout == b"out1\x00\xff\nout2\x00\xff\n"
+    assert result.stderr == (
+        b"runner: output of attempt 1 (rc=3):\nerr1\nrunner: output of attempt 2 (rc=3):\nerr2\n"
+    )
+
+
+def test_the_kept_output_is_private_and_on_disk(lab: Lab) -> None:
+    """The command writes into unlinked files of mode 0600 in TMPDIR, not into memory."""
+    tmp = lab.tmp / "tmpdir"
+    tmp.mkdir()
+    script = "ls -l /proc/self/fd/1 /proc/self/fd/2 >&2; stat -L -c %a /proc/self/fd/1 >&2; exit 1"
+    result = lab.run("run", "-q", "--output-on-failure", "--", "sh", "-c", script,
+                     env={"TMPDIR": str(tmp)})  # fmt: skip
+    assert result.returncode == 1
+    said = result.stderr.decode()
+    assert said.count("(deleted)") == 2
+    assert f"{tmp}/" in said
+    assert said.splitlines()[-1] == "600"
+    assert list(tmp.iterdir()) == []
+
+
+class Service(http.server.BaseHTTPRequestHandler):
+    """A Healthchecks ping endpoint: records each ping; `behaviour` can make it fail or hang."""
+
+    pings: ClassVar[list[tuple[str, bytes]]] = []
+    behaviour: ClassVar[str] = "ok"
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.pings.append((self.path, body))
+        if self.behaviour == "hang":
+            time.sleep(30)
+            return
+        self.send_response(500 if self.behaviour == "fail" else 200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"OK")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def service() -> Iterator[str]:
+    Service.pings, Service.behaviour = [], "ok"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Service)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/{SECRET}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run_id(lab: Lab) -> str:
+    return str(json.loads(lab.log.read_text().splitlines()[-1])["run_id"])
+
+
+def test_pings_say_start_and_success_with_the_run_id(lab: Lab, service: str) -> None:
+    """URL/start, then URL, both with ?rid= the run's id; the URL is never shown or logged."""
+    result = lab.run("run", "--ping", service, "--", "true")
+    assert (result.returncode, result.stderr) == (0, b"")
+    rid = run_id(lab)
+    assert [path for path, _ in Service.pings] == [
+        f"/{SECRET}/start?rid={rid}",
+        f"/{SECRET}?rid={rid}",
+    ]
+    assert SECRET not in lab.log.read_text()
+
+
+def test_a_failure_pings_its_exit_code_with_the_outputs_tail(lab: Lab, service: str) -> None:
+    """URL/<rc>, whose body is the last 10 KB of the kept output; RUNNER_PING_URL works too."""
+    script = "head -c 20000 /dev/zero | tr '\\0' x; echo; echo boom >&2; exit 7"
+    result = lab.run(
+        "run", "-q", "--output-on-failure", "--", "sh", "-c", script,
+        env={"RUNNER_PING_URL": service},
+    )  # fmt: skip
+    assert result.returncode == 7
+    (path, body) = Service.pings[-1]
+    assert path == f"/{SECRET}/7?rid={run_id(lab)}"
+    assert len(body) == 10 * 1024
+    assert body.endswith(b"x\nboom\n")
+
+
+@pytest.mark.parametrize("behaviour", ["hang", "fail"])
+def test_a_ping_that_fails_is_a_warning_and_never_changes_the_exit_code(
+    lab: Lab, service: str, behaviour: str
+) -> None:
+    """A service that hangs or answers 500: bounded (10 s in all), one warning per ping, the
+    command's code, and `ping_failed` in the log; the URL is never shown."""
+    Service.behaviour = behaviour
+    begun = time.monotonic()
+    result = lab.run("run", "--ping", service, "--", "sh", "-c", "exit 2", timeout=60)
+    assert result.returncode == 2
+    assert time.monotonic() - begun < 10 + 5
+    warnings = [line for line in result.stderr.decode().splitlines() if "ping" in line]
+    assert warnings
+    assert all(line.startswith("runner: ping ") for line in warnings)
+    assert SECRET.encode() not in result.stderr
+    assert json.loads(lab.log.read_text())["ping_failed"] is True
+    if behaviour == "fail":
+        assert len(Service.pings) == 6  # three tries each for start and the end
