@@ -10,9 +10,9 @@ from operator import itemgetter
 
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
 from adapters.signals import ending
-from domain.apply import shell_words
 from domain.errors import Interrupted
 from domain.stats import Summary
+from domain.words import shell_words, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class _Reader:
             try:
                 ts, cmd, attempt, rc, duration, run_id = _FIELDS(record)
                 started = _parse_ts(ts).timestamp()
-                key = record.get("name", "-") if by_name else keys.get(tuple(cmd))
+                key = visible(record.get("name", "-")) if by_name else keys.get(tuple(cmd))
                 if key is None:
                     key = self._new_key(cmd)
             except _BROKEN:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from domain.apply import shell_words
 from domain.errors import ExitStatus
+from domain.words import shell_words, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -22,11 +22,11 @@ def applied(entries: list[dict[str, object]], as_json: bool, console: StreamCons
         return ExitStatus.OK
     rows = [
         (
-            str(entry["name"]),
-            str(entry.get("time", "-"))[:19].replace("T", " "),
-            str(entry.get("run_id", "-")),
-            str(entry.get("host", "-")),
-            _command(entry),
+            visible(str(entry["name"])),
+            visible(str(entry.get("time", "-"))[:19].replace("T", " ")),
+            visible(str(entry.get("run_id", "-"))),
+            visible(str(entry.get("host", "-"))),
+            visible(_command(entry)),
         )
         for entry in entries
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from domain.apply import shell_words
+from domain.words import shell_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:

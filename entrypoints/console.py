@@ -31,8 +31,10 @@ class StreamConsole:
         except OutputError:
             pass
 
-    def answer(self, text: str) -> None:
-        if self._reader_gone or self.quiet:
+    def answer(self, text: str, *, even_quiet: bool = False) -> None:
+        """What the user asked for, on stdout; `even_quiet`: not silenced by --quiet either
+        (a textfile sent to `-`)."""
+        if self._reader_gone or (self.quiet and not even_quiet):
             return
         stream = sys.stdout
         if stream is None:

@@ -53,7 +53,10 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             window=None if window is None else window.summary.finished(),
             window_seconds=invocation.since,
         )
-        _export(invocation.prometheus, text)
+        if invocation.prometheus == "-":
+            console.answer(text.removesuffix("\n"), even_quiet=True)
+        else:
+            _export(invocation.prometheus, text)
         if checkpoint is not None:
             checkpoint.series = series
     if checkpoint is not None:

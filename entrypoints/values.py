@@ -23,7 +23,7 @@ _FLOAT_CHARS = frozenset("0123456789.e+-infty")
 
 def check_name(name: str) -> str:
     """apply's rule for names (loaded only by the subcommands that take one)."""
-    from domain.apply import check_name as check  # noqa: PLC0415 - not on run's path
+    from domain.words import check_name as check  # noqa: PLC0415 - not on run's path
 
     return check(name)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from domain.apply import DryRun, Run, Skip, check_name, decide_apply
+from domain.apply import DryRun, Run, Skip, decide_apply
 from domain.errors import UsageError
+from domain.words import check_name
 
 
 @pytest.mark.parametrize("name", ["a", "A9", "db-migrate_1.2", "x" * 128, "0.9.1"])

@@ -1,0 +1,81 @@
+"""Small rules about words: what a NAME may be, and how a command is shown to a person."""
+
+from __future__ import annotations
+
+from domain.errors import UsageError
+
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_REST = _NAME_FIRST | frozenset("._-")
+NAME_MAX = 128
+
+
+def check_name(name: str) -> str:
+    """Return `name` if it matches [A-Za-z0-9][A-Za-z0-9._-]{0,127}, else raise UsageError."""
+    if (
+        not 0 < len(name) <= NAME_MAX
+        or name[0] not in _NAME_FIRST
+        or not _NAME_REST.issuperset(name)
+    ):
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        raise UsageError(
+            f"invalid apply name {shown!r}: use 1 to {NAME_MAX} letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+    return name
+
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+_C_ESCAPES = {
+    "\\": "\\\\",
+    "'": "\\'",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    "\x1b": "\\E",
+}
+
+
+def shell_words(cmd: list[str]) -> str:
+    """The command as a shell user would type it (for messages only; never executed).
+
+    As shlex.join for printable words; a word with a control character, or with bytes
+    that were not UTF-8 (surrogate escapes), is written in ANSI-C quoting, `$'\\E[2J'`,
+    so that nothing shown can act on a terminal and every text is valid UTF-8.
+    """
+    return " ".join(_word(arg) for arg in cmd)
+
+
+def visible(text: str) -> str:
+    """`text` with each control character and undecodable byte written as an escape (`\\x1b`),
+    for a name or host read from a file that anyone could have written."""
+    if not any(_unprintable(char) for char in text):
+        return text
+    return "".join(_c_escape(char) if _unprintable(char) else char for char in text)
+
+
+def _word(arg: str) -> str:
+    if arg and _SAFE.issuperset(arg):
+        return arg
+    if not any(_unprintable(char) for char in arg):
+        return "'" + arg.replace("'", "'\"'\"'") + "'"
+    return "$'" + "".join(_c_escape(char) for char in arg) + "'"
+
+
+def _unprintable(char: str) -> bool:
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code < 0xA0 or 0xDC80 <= code <= 0xDCFF
+
+
+def _c_escape(char: str) -> str:
+    if char in _C_ESCAPES:
+        return _C_ESCAPES[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    if _unprintable(char):
+        return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+    return char

@@ -1,0 +1,49 @@
+"""How a command is shown: as shlex.join for printable words, ANSI-C quoted otherwise."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.words import shell_words
+
+PRINTABLE = st.text(st.characters(blacklist_categories=("Cc", "Cs"), max_codepoint=0x2FFF))
+TEXT = st.characters(blacklist_characters="\x00", max_codepoint=0x2FFF, blacklist_categories=["Cs"])
+UNDECODABLE = st.integers(0x80, 0xFF).map(lambda byte: chr(0xDC00 + byte))
+ANYTHING = st.text(st.one_of(TEXT, UNDECODABLE))
+
+
+@given(st.lists(PRINTABLE, max_size=5))
+def test_printable_words_are_shown_as_shlex_join_shows_them(words: list[str]) -> None:
+    assert shell_words(words) == shlex.join(words)
+
+
+@given(st.lists(ANYTHING, max_size=4))
+def test_what_is_shown_is_valid_utf8_with_no_control_character(words: list[str]) -> None:
+    """Regression: terminal escapes reached the operator's terminal raw through stats and
+    applied, and bytes that were not UTF-8 broke the Prometheus export."""
+    shown = shell_words(words)
+    shown.encode("utf-8")
+    assert not any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in shown)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@settings(max_examples=40, deadline=None)
+@given(ANYTHING)
+def test_a_shell_reads_back_the_very_bytes(word: str) -> None:
+    """What is shown is what a user could paste: bash gives back the argument's bytes."""
+    printed = subprocess.run(
+        ["bash", "-c", "printf %s " + shell_words([word])], capture_output=True, check=True
+    )
+    assert printed.stdout == os.fsencode(word)
+
+
+def test_terminal_escapes_are_shown_as_text() -> None:
+    assert shell_words(["true", "\x1b]0;title\x07\x1b[2J"]) == "true $'\\E]0;title\\a\\E[2J'"
+    assert shell_words(["printf", "%s", "\udcff"]) == "printf %s $'\\xff'"
