@@ -173,9 +173,9 @@ class JsonlSink:
                 os.makedirs(os.path.dirname(self.path) or ".", 0o700, exist_ok=True)
             flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
             try:
-                fd = os.open(self.path, flags | os.O_RDWR, 0o644)
+                fd = os.open(self.path, flags | os.O_RDWR, 0o600)
             except PermissionError:
-                fd = os.open(self.path, flags | os.O_WRONLY, 0o644)
+                fd = os.open(self.path, flags | os.O_WRONLY, 0o600)
                 self._readable = False
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)

@@ -60,6 +60,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
         if checkpoint is not None:
             checkpoint.series = series
     if checkpoint is not None:
+        checkpoint.bound(history)
         try:
             checkpoint.save(history)
         except OSError as exc:
@@ -77,11 +78,13 @@ def _history(
     """The whole history: from the checkpoint for one log file, else read whole."""
     from adapters.checkpoint import Checkpoint, is_gzip
 
+    for path in logs:
+        _refuse_unless_regular(path)
     single = logs[0]
     if len(logs) == 1:
         try:
             if not (os.path.exists(single) and is_gzip(single)):
-                checkpoint = Checkpoint(single, by)
+                checkpoint = Checkpoint(single, by, console.warn)
                 return checkpoint.update(watch, now, console.info), checkpoint
         except FileNotFoundError:
             console.info(f"no attempt log at {single} yet: nothing to summarize")
@@ -111,6 +114,19 @@ def _read(logs: list[str], by: str, since: float | None, watch: SignalWatch) -> 
         except (OSError, EOFError) as exc:
             raise _unreadable(path, exc) from None
     return total
+
+
+def _refuse_unless_regular(path: str) -> None:
+    """A log given by name must be a regular file: opening a FIFO would block, deaf to
+    signals, until someone writes to it. `-` reads a stream."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # said when it is read
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise StateError(f"cannot read {path}: not a regular file (read a stream with --log -)")
 
 
 def _unreadable(path: str, exc: OSError | EOFError) -> StateError:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import Lab
 
@@ -51,3 +55,105 @@ def test_prometheus_dash_writes_the_text_to_stdout(lab: Lab) -> None:
     assert result.returncode == 0
     assert b'runner_runs_total{name="job",outcome="success"} 1\n' in result.stdout
     assert not os.path.exists("-")  # the runner ran in this process's folder
+
+
+def checkpoint(lab: Lab) -> Path:
+    return lab.home / ".runs.jsonl.stats-cmd.json"
+
+
+GOOD = {
+    "version": 5,
+    "by": "cmd",
+    "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
+    "lines": 0,
+    "malformed": 0,
+    "series": [],
+    "summary": {"keys": {}, "open": {}},
+}
+WRONG = [
+    ("position", "offset", "abc"),
+    ("position", "offset", -5),
+    ("position", "head", 7),
+    (None, "lines", "many"),
+    (None, "series", [1, 2]),
+    ("summary", "keys", {"x": {"runs": "x"}}),
+    ("summary", "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
+]
+
+
+@pytest.mark.parametrize(("part", "field", "value"), WRONG)
+def test_a_checkpoint_with_wrong_types_is_set_aside_once(
+    lab: Lab, part: str | None, field: str, value: object
+) -> None:
+    """Regression: valid JSON with a wrong type was an internal error on every later run."""
+    lab.run("run", "--", "true")
+    document = json.loads(json.dumps(GOOD))
+    (document[part] if part else document)[field] = value
+    checkpoint(lab).write_text(json.dumps(document))
+    first = lab.run("stats", "-q", "--json")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.startswith(b"runner: set the stats checkpoint ")
+    again = lab.run("stats", "--json")
+    assert (again.returncode, again.stderr) == (0, b"")
+    assert json.loads(again.stdout)["groups"][0]["runs"] == 1
+
+
+def test_a_checkpoint_that_is_a_fifo_or_a_device_is_never_read(lab: Lab) -> None:
+    """Regression: a FIFO in its place hung stats for ever; a link to /dev/zero grew to
+    1.4 GB then MemoryError."""
+    lab.run("run", "--", "true")
+    os.mkfifo(checkpoint(lab))
+    assert lab.run("stats", "-q", timeout=20).returncode == 0
+    checkpoint(lab).unlink(missing_ok=True)
+    checkpoint(lab).symlink_to("/dev/zero")
+    result = lab.run("stats", "-q", timeout=20)
+    assert result.returncode == 0
+    assert b"set the stats checkpoint" in result.stderr
+
+
+def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
+    """Regression: one planted by another user in a shared folder was trusted (a one-run
+    log reported as 1,000,000 runs)."""
+    if os.geteuid() != 0:
+        pytest.skip("making a file of another user needs root")
+    lab.run("run", "--", "true")
+    lab.run("stats", "-q")
+    planted = json.loads(checkpoint(lab).read_text())
+    planted["summary"]["keys"]["true"]["runs"] = 1_000_000
+    checkpoint(lab).write_text(json.dumps(planted))
+    os.chown(checkpoint(lab), 65534, 65534)
+    result = lab.run("stats", "--json")
+    assert b"not by this user" in result.stderr
+    assert json.loads(result.stdout)["groups"][0]["runs"] == 1
+
+
+def test_the_checkpoint_keeps_200_commands_apart_at_most(lab: Lab) -> None:
+    """Regression: 100k distinct commands (a date in an argument) made a 224 MB checkpoint.
+    Beyond 200 keys the rest is kept together as (other); every run is still counted."""
+    line = (
+        '{"ts":"2026-11-30T00:00:00+00:00","cmd":["job","%d"],"attempt":1,"rc":0,'
+        '"duration_ms":1,"run_id":"r%d"}\n'
+    )
+    lab.log.write_text("".join(line % (n, n) for n in range(1000)))
+    lab.run("stats", "-q")
+    kept = json.loads(checkpoint(lab).read_text())["summary"]["keys"]
+    assert len(kept) == 200
+    assert sum(group["runs"] for group in kept.values()) == 1000
+    assert "(other)" in kept
+
+
+def test_a_new_log_is_private_and_an_existing_one_keeps_its_mode(lab: Lab) -> None:
+    """Regression: runs.jsonl was 0644 (whole command lines, which can carry secrets)."""
+    lab.run("run", "--", "true")
+    assert lab.log.stat().st_mode & 0o777 == 0o600
+    lab.log.chmod(0o640)
+    lab.run("run", "--", "true")
+    assert lab.log.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_fifo_for_a_log_is_an_error_not_a_hang(lab: Lab) -> None:
+    """Regression: a FIFO runs.jsonl blocked stats in open() past SIGTERM and SIGINT."""
+    os.mkfifo(lab.log)
+    result = lab.run("stats", timeout=20)
+    assert result.returncode == 125
+    assert b"not a regular file (read a stream with --log -)" in result.stderr
