@@ -30,7 +30,8 @@ class FcntlLock:
     in `path.token`. With `create_folder`, a missing parent folder is created
     (mode 0700), as the state folder is. With `shared`, the flock is LOCK_SH: many
     shared holders at once, none beside an exclusive one; a shared holder writes no
-    description and takes no token.
+    description and takes no token, and neither does a `bare` one (a lock of the
+    runner's own, such as stats').
     """
 
     def __init__(
@@ -42,9 +43,11 @@ class FcntlLock:
         slots: int = 1,
         create_folder: bool = False,
         shared: bool = False,
+        bare: bool = False,
     ) -> None:
         self.path = path
         self.mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        self.bare = bare
         self.watch = watch
         self.what = what
         self.paths = [path] + [f"{path}.slot{n}" for n in range(2, slots + 1)]
@@ -68,7 +71,7 @@ class FcntlLock:
                 slot = _take(fds, self.paths, deadline, self.watch, self.mode)
                 if slot is not None and _still_names(fds[slot], self.paths[slot]):
                     self._fd = fds.pop(slot)
-                    if self.mode == fcntl.LOCK_SH:
+                    if self.mode == fcntl.LOCK_SH or self.bare:
                         return None
                     _claim(self._fd, self.what)
                     return _next_token(self.path + ".token")

@@ -14,6 +14,7 @@ from domain.stats import Summary
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from adapters.checkpoint import Checkpoint
+    from adapters.lock import FcntlLock
     from adapters.signals import SignalWatch
     from entrypoints.console import StreamConsole
     from entrypoints.invocation import Invocation
@@ -30,12 +31,55 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     logs = invocation.logs or [os.path.join(home, "runs.jsonl")]
     by, now = invocation.by, time.time()
     since = None if invocation.since is None else now - invocation.since
-    if logs == ["-"]:
-        history, checkpoint = _read(logs, by, since, watch), None
-        window = None if since is None else history
-    else:
-        history, checkpoint = _history(logs, by, watch, console, now)
-        window = None if since is None else _read(logs, by, since, watch)
+    guard = None if logs == ["-"] else _updating(logs, watch)
+    try:
+        if logs == ["-"]:
+            history, checkpoint = _read(logs, by, since, watch), None
+            window = None if since is None else history
+        else:
+            history, checkpoint = _history(logs, by, watch, console, now)
+            window = None if since is None else _read(logs, by, since, watch)
+        _write_out(invocation, logs, history, checkpoint, window, console, now)
+    finally:
+        if guard is not None:
+            guard.release()
+    _show(history if window is None else window, invocation, console, logs)
+    return ExitStatus.OK
+
+
+UPDATE_WAIT = 120.0
+"""Seconds a stats waits for another one to finish updating the same checkpoint."""
+
+
+def _updating(logs: list[str], watch: SignalWatch) -> FcntlLock | None:
+    """The lock that lets one stats at a time read on from a checkpoint, export and save it,
+    so that two at once can never export a counter lower than the one before."""
+    if len(logs) != 1:
+        return None
+    from adapters.lock import FcntlLock
+
+    folder, name = os.path.split(logs[0])
+    if not os.path.isdir(folder or "."):
+        return None
+    guard = FcntlLock(os.path.join(folder, f".{name}.stats.lock"), watch, bare=True)
+    try:
+        guard.acquire(UPDATE_WAIT)
+    except StateError:
+        return None  # a folder we may not write to: nothing to guard, no checkpoint either
+    return guard
+
+
+def _write_out(
+    invocation: Invocation,
+    logs: list[str],
+    history: LogSummary,
+    checkpoint: Checkpoint | None,
+    window: LogSummary | None,
+    console: StreamConsole,
+    now: float,
+) -> None:
+    """The malformed count, the Prometheus text, and the checkpoint."""
+    by = invocation.by
     if history.malformed:
         noun = "line" if history.malformed == 1 else "lines"
         console.info(
@@ -67,9 +111,6 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             console.info(
                 f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
             )
-    shown = history if window is None else window
-    _show(shown, invocation, console, logs)
-    return ExitStatus.OK
 
 
 def _history(

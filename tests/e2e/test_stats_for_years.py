@@ -157,3 +157,50 @@ def test_a_fifo_for_a_log_is_an_error_not_a_hang(lab: Lab) -> None:
     result = lab.run("stats", timeout=20)
     assert result.returncode == 125
     assert b"not a regular file (read a stream with --log -)" in result.stderr
+
+
+def _holds_a_flock(pid: int) -> bool:
+    with open("/proc/locks") as locks:
+        return any(line.split()[1:2] == ["FLOCK"] and line.split()[4] == str(pid) for line in locks)
+
+
+def test_two_stats_at_once_never_export_a_lower_counter(lab: Lab) -> None:
+    """Regression: two stats at once (one paused) lowered an exported counter, which
+    Prometheus reads as a reset. One stats at a time updates a checkpoint and exports."""
+    import signal
+
+    from tests.procs import wait_for
+
+    line = (
+        '{"ts":"2026-11-30T00:00:00+00:00","cmd":["job"],"attempt":1,"rc":0,'
+        '"duration_ms":1,"run_id":"r%d"}\n'
+    )
+    lab.log.write_text("".join(line % n for n in range(100)))
+    prom = lab.tmp / "runner.prom"
+    first = lab.start("stats", "-q", "--prometheus", str(prom))
+    wait_for(lambda: _holds_a_flock(first.pid), what="the first stats to hold its lock")
+    first.send_signal(signal.SIGSTOP)
+    try:
+        with lab.log.open("a") as log:
+            log.write("".join(line % n for n in range(100, 150)))
+        second = lab.start("stats", "-q", "--prometheus", str(prom))
+        wait_for(lambda: _waits_for_a_lock(second.pid), what="the second stats to wait")
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert first.wait(timeout=30) == 0
+    assert second.wait(timeout=30) == 0
+    assert 'runner_runs_total{cmd="job",outcome="success"} 150\n' in prom.read_text()
+
+
+def _waits_for_a_lock(pid: int) -> bool:
+    """Whether the forked helper of `pid` is blocked in flock: queued behind the holder."""
+    from tests.procs import children_of
+
+    for child in children_of(pid):
+        try:
+            with open(f"/proc/{child}/wchan") as wchan:
+                if "lock" in wchan.read():
+                    return True
+        except OSError:
+            continue
+    return False
