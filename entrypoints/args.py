@@ -234,7 +234,7 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.conflict_exit_code = parse_exit_code(value, option)
     elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
         _set_state_option(invocation, option, value)
-    elif option in ("--by", "--name", "--ping"):
+    elif option in ("--by", "--name", "--ping", "--label"):
         _set_naming(invocation, option, value)
     elif not value:
         raise UsageError(
@@ -248,7 +248,15 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
 
 def _set_naming(invocation: Invocation, option: str, value: str) -> None:
     """run's --name JOB (apply's rule for names), --ping URL, and stats' --by cmd|name."""
-    if option == "--ping":
+    if option == "--label":
+        key, equals, text = value.partition("=")
+        reserved = ("cmd", "name", "outcome", "code", "le", "instance", "job")
+        if not equals or not is_identifier(key) or key.startswith("__") or key in reserved:
+            raise UsageError(
+                f"--label: expected KEY=VALUE with KEY a label name of your own, not {value!r}"
+            )
+        invocation.labels.append((key, text))
+    elif option == "--ping":
         if not value.startswith(("http://", "https://")):
             raise UsageError("--ping: expected an http:// or https:// URL (a Healthchecks ping)")
         invocation.ping = value

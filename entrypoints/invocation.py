@@ -39,6 +39,7 @@ VALUED = frozenset(
         "--conflict-exit-code",
         "--lock-scope",
         "--grant",
+        "--label",
         "--name",
         "--ping",
     }
@@ -71,7 +72,7 @@ BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
     "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name"},
     "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
-    "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus"},
+    "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus", "--label"},
     "applied": GLOBAL | STATE | {"--json"},
     "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "locks": GLOBAL | STATE | {"--json"},
@@ -94,6 +95,7 @@ class Invocation:
         "grants",
         "home",
         "json",
+        "labels",
         "lease",
         "lock",
         "lock_scope",
@@ -125,6 +127,7 @@ class Invocation:
         self.lock_scope: str | None = None
         self.logs: list[str] = []
         self.grants: list[str] = []
+        self.labels: list[tuple[str, str]] = []
         self.prometheus: str | None = None
         self.since: float | None = None
         self.by = "cmd"

@@ -80,11 +80,17 @@ def text(
     now: float,
     window: dict[str, Aggregate] | None = None,
     window_seconds: float | None = None,
+    constant: tuple[tuple[str, str], ...] = (),
+    log_present: bool = True,
 ) -> tuple[str, list[str]]:
-    """The textfile, and the label values it exported (to remember for the next one)."""
+    """The textfile, and the label values it exported (to remember for the next one).
+
+    `constant` labels (--label) go on every sample, so that textfiles of several homes
+    never collide; `log_present` says whether there was a log to read at all.
+    """
     groups, known = fold(history.by_key, by, series)
     items = sorted(groups.items())
-    out = _Text(by)
+    out = _Text(by, constant)
     _counters(out, items)
     for name, help_text, pick in HISTOGRAMS:
         out.family(name, "histogram", help_text)
@@ -107,9 +113,11 @@ def text(
     if window is not None and window_seconds is not None:
         _window(out, window, by, known, window_seconds)
     out.family("runner_log_malformed_lines_total", "counter", "Log lines that are not attempts.")
-    out.lines.append(f"runner_log_malformed_lines_total {malformed}")
+    out.plain("runner_log_malformed_lines_total", malformed)
+    out.family("runner_log_present", "gauge", "1 when the attempt log exists, 0 when it does not.")
+    out.plain("runner_log_present", int(log_present))
     out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
-    out.lines.append(f"runner_stats_generated_timestamp_seconds {now}")
+    out.plain("runner_stats_generated_timestamp_seconds", now)
     return "\n".join(out.lines) + "\n", known
 
 
@@ -172,7 +180,7 @@ def _window(
     out.family(
         "runner_window_seconds", "gauge", "The --since window of the runner_window_* gauges."
     )
-    out.lines.append(f"runner_window_seconds {seconds}")
+    out.plain("runner_window_seconds", seconds)
     out.family("runner_window_runs", "gauge", "Runs that started in the window, by outcome.")
     for label, group in sorted(folded.items()):
         for outcome in OUTCOMES:
@@ -182,9 +190,15 @@ def _window(
 class _Text:
     """Exposition-format lines, with the label escaping Prometheus requires."""
 
-    def __init__(self, by: str) -> None:
+    def __init__(self, by: str, constant: tuple[tuple[str, str], ...] = ()) -> None:
         self.by = by
+        self.constant = constant
         self.lines: list[str] = []
+
+    def plain(self, name: str, value: float) -> None:
+        """A sample with the constant labels alone."""
+        pairs = ",".join(f'{key}="{_escape(text)}"' for key, text in self.constant)
+        self.lines.append(f"{name}{{{pairs}}} {value}" if pairs else f"{name} {value}")
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
@@ -199,7 +213,7 @@ class _Text:
         self.lines.append(f"{name}_count{self.labels(label)} {hist.count}")
 
     def labels(self, label: str, **extra: str) -> str:
-        pairs = [(self.by, label), *extra.items()]
+        pairs = [*self.constant, (self.by, label), *extra.items()]
         return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs) + "}"
 
 

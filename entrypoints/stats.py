@@ -96,6 +96,8 @@ def _write_out(
             now=now,
             window=None if window is None else window.summary.finished(),
             window_seconds=invocation.since,
+            constant=tuple(invocation.labels),
+            log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
         )
         if invocation.prometheus == "-":
             console.answer(text.removesuffix("\n"), even_quiet=True)

@@ -148,6 +148,12 @@ OPTIONS = {
         "status (143 for TERM), not 124",
         "off",
     ),
+    "--label": (
+        "KEY=VALUE",
+        "stats: a constant label on every exported sample (repeatable), so that the "
+        "textfiles of several homes never collide",
+        "none",
+    ),
     "--lock-scope": (
         "home|name",
         "home: one lock for every apply (the lab's); name: steps of other names run beside",

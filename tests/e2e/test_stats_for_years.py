@@ -204,3 +204,21 @@ def _waits_for_a_lock(pid: int) -> bool:
         except OSError:
             continue
     return False
+
+
+def test_labels_keep_the_textfiles_of_several_homes_apart(lab: Lab) -> None:
+    """--label KEY=VALUE on every sample (node_exporter drops a duplicate series silently:
+    40 were lost with a second home); a home with no log says so."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    lab.run("run", "--name", "job", "--", "true")
+    shown = lab.run("stats", "-q", "--by", "name", "--label", "home=a", "--prometheus", "-")
+    samples = [s for f in text_string_to_metric_families(shown.stdout.decode()) for s in f.samples]
+    assert samples
+    assert all(sample.labels.get("home") == "a" for sample in samples)
+    empty = lab.tmp / "empty"
+    empty.mkdir()
+    missing = lab.run("stats", "-q", "--home", str(empty), "--label", "home=b", "--prometheus", "-")
+    assert b'runner_log_present{home="b"} 0\n' in missing.stdout
+    for bad in ("nokey", "cmd=x", "__x=1", "9x=1"):
+        assert lab.run("stats", "--label", bad).returncode == 125
