@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from entrypoints.invocation import ACTIONS, ALLOWED
 
 VERSION = "0.4.0"
@@ -244,14 +246,42 @@ OPTIONS = {
     ),
 }
 
-FOOTER = """\
+DURATIONS_NOTE = """\
 DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit,
-as does inf.
+as does inf."""
+FOOTER = (
+    DURATIONS_NOTE
+    + """
 exit: the command's code; apply: 0 applied or already applied, 1 failed;
 3 another run holds the lock; 124 timeout; 125 runner error; 126 cannot execute;
 127 not found; 128+N ended by signal N."""
+)
+
+EXITS = {
+    "run": "exit: the command's code; 3 another run holds the --lock; 124 timeout; 125 runner\n"
+    "error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by signal N.",
+    "apply": "exit: 0 applied, already applied, or --dry-run; 1 failed; 3 another run holds the\n"
+    "lock; 125 runner error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by\n"
+    "signal N.",
+    "stats": "exit: 0; 3 another stats holds the checkpoint too long; 125 runner error (an\n"
+    "unreadable log, output that cannot be written); 128+N ended by signal N.",
+    "applied": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
+    "forget": "exit: 0 forgotten, or nothing to forget; 3 another run holds the lock; 125 runner\n"
+    "error.",
+    "locks": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
+    "setup": "exit: 0 the tables are ready; 125 runner error (no server, no right to create).",
+}
+"""What each subcommand's exit codes mean: only those it can give."""
 
 WIDTH = 78
+
+
+def program() -> str:
+    """How the user called the runner: `runner` installed, `runner.pyz`, else `runner.py`."""
+    import sys  # noqa: PLC0415 - loaded already; kept out of the module's import list
+
+    called = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return called if called in ("runner", "runner.pyz") else "runner.py"
 
 
 def options_of(action: str) -> list[str]:
@@ -264,15 +294,15 @@ def page(topic: str | None) -> str:
     if topic is None:
         return _overview()
     synopsis, description = SUBCOMMANDS[topic]
-    lines = [f"usage: runner.py {synopsis}", "", description, "", "options:"]
+    lines = [f"usage: {program()} {synopsis}", "", description, "", "options:"]
     for option in options_of(topic):
         lines += _option(option)
-    lines += ["  -h, --help", "", FOOTER]
+    lines += ["  -h, --help", "", DURATIONS_NOTE, EXITS[topic]]
     return "\n".join(lines)
 
 
 def _overview() -> str:
-    lines = ["usage: runner.py [--home DIR] [-q] SUBCOMMAND [OPTIONS] ...", ""]
+    lines = [f"usage: {program()} [--home DIR] [-q] SUBCOMMAND [OPTIONS] ...", ""]
     lines += [
         "Run an external command safely: ended when it hangs, retried with exponential",
         "backoff when it fails, applied once when it must not run twice.",
@@ -285,7 +315,7 @@ def _overview() -> str:
     for option in ("--home", "--quiet"):
         lines += _option(option)
     lines += [
-        "  -h, --help     this page; runner.py help SUBCOMMAND or SUBCOMMAND --help for one",
+        f"  -h, --help     this page; {program()} help SUBCOMMAND or SUBCOMMAND --help for one",
         "  -V, --version  the version",
         "",
         FOOTER,

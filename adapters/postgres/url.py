@@ -40,10 +40,12 @@ class StateUrl:
             self.secrets += [value, unquote(value)]
 
     def scrub(self, text: str) -> str:
-        """`text` with every form of the password replaced by ***."""
+        """`text` with every form of the password replaced by ***, on one line (libpq's
+        sentences on several lines are joined with "; ")."""
         for secret in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(secret, "***")
-        return " ".join(text.split())
+        lines = (" ".join(line.split()) for line in text.splitlines())
+        return "; ".join(line for line in lines if line)
 
 
 def _userinfo_end(rest: str) -> int:

@@ -177,3 +177,22 @@ def test_a_near_miss_gets_a_did_you_mean(lab: Lab, args: list[str], hint: bytes)
     assert result.returncode == 125
     assert hint in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_each_subcommands_help_lists_only_its_own_exit_codes(lab: Lab) -> None:
+    """stats cannot give 124 or 126; run can; the overview lists them all."""
+    stats = lab.run("help", "stats").stdout.decode()
+    run = lab.run("help", "run").stdout.decode()
+    assert "124" not in stats.split("exit:")[1]
+    assert "124 timeout" in run
+    assert "126 cannot execute" in lab.run("--help").stdout.decode()
+
+
+def test_the_installed_command_calls_itself_runner(tmp_path: Path) -> None:
+    """Help names the program as it was called: `runner` installed, not `runner.py`."""
+    link = tmp_path / "runner"
+    link.symlink_to(RUNNER)
+    shown = subprocess.run(
+        [sys.executable, str(link), "help", "run"], capture_output=True, check=True
+    ).stdout
+    assert shown.startswith(b"usage: runner run ")
