@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from domain.errors import ExitStatus
 from domain.policy import wait_after
+from domain.value import Value
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
     from domain.policy import Policy
+
+    FinishWhy: TypeAlias = Literal["done", "not retried", "attempts", "deadline"]
 
 NEVER_RETRIED = frozenset({ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND})
 """A command that cannot be found or executed fails the same way every time."""
 
 
-class Outcome:
+class Outcome(Value):
     """How one attempt ended.
 
     `rc` is the shell's number: the exit code, 124 for a timeout, 128+N when the
@@ -48,11 +53,8 @@ class Outcome:
         runner received and passed on; None when neither."""
         return self.died_of if self.died_of is not None else self.signal
 
-    def __repr__(self) -> str:
-        return f"Outcome(rc={self.rc}, timed_out={self.timed_out}, signal={self.signal})"
 
-
-class Retry:
+class Retry(Value):
     """Wait `delay` seconds, then start the next attempt."""
 
     __slots__ = ("delay",)
@@ -61,7 +63,7 @@ class Retry:
         self.delay = delay
 
 
-class Finish:
+class Finish(Value):
     """No further attempt: the invocation ends with `rc`.
 
     `why` says what ended it: "done" (success, or no retries asked for),
@@ -71,12 +73,12 @@ class Finish:
 
     __slots__ = ("rc", "why")
 
-    def __init__(self, rc: int, why: str = "done") -> None:
+    def __init__(self, rc: int, why: FinishWhy = "done") -> None:
         self.rc = rc
         self.why = why
 
 
-class Stop:
+class Stop(Value):
     """The runner was signalled: end at once with 128 + `signum`."""
 
     __slots__ = ("signum",)
@@ -85,7 +87,7 @@ class Stop:
         self.signum = signum
 
 
-class Abandon:
+class Abandon(Value):
     """The lock was lost: no further attempt, no marker; the runner's own error."""
 
     __slots__ = ("reason",)
@@ -121,7 +123,7 @@ def next_step(
     return Retry(delay)
 
 
-class AttemptRecord:
+class AttemptRecord(Value):
     """One line of the attempt log. `started` is seconds since the epoch.
 
     `delay_ms` is the wait that followed this attempt; None on the last one.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from domain.value import Value
+
 MAX_DELAY = 365 * 24 * 3600.0
 """No single wait is longer than a year (seconds): huge attempt numbers stay finite."""
 
 
-class Policy:
+class Policy(Value):
     """Limits of one invocation. Durations are seconds; 0 means no limit.
 
     `retry_on` is the set of exit codes worth another attempt; None means every

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.attempts import Finish, Outcome, Retry, Stop, next_step
+from domain.attempts import Abandon, Finish, Outcome, Retry, Stop, next_step
 from domain.policy import Policy
 
 
@@ -44,3 +44,18 @@ def test_a_signal_to_the_runner_stops_whatever_the_rc(rc: int) -> None:
     step = next_step(Outcome(rc, signal=15), 1, Policy(retries=3))
     assert isinstance(step, Stop)
     assert step.signum == 15
+
+
+def test_decisions_are_values_that_compare_and_show_themselves() -> None:
+    """One assertion per decision, and a failure prints values, not addresses."""
+    policy = Policy(retries=3, backoff=0.2)
+    assert next_step(Outcome(1), 1, policy) == Retry(delay=0.2)
+    assert next_step(Outcome(0), 1, policy) == Finish(0)
+    assert next_step(Outcome(1), 4, policy) == Finish(1, "attempts")
+    assert next_step(Outcome(143, signal=15), 1, policy) == Stop(15)
+    assert next_step(Outcome(1, lost="gone"), 1, policy) == Abandon("gone")
+    assert Retry(0.2) != Retry(0.4)
+    assert Retry(0.2) != Finish(0)
+    assert repr(Finish(1, "attempts")) == "Finish(rc=1, why='attempts')"
+    assert Policy(retries=1) == Policy(retries=1)
+    assert "retries=1" in repr(Policy(retries=1))
