@@ -1,6 +1,6 @@
 # `make test` builds .venv from requirements-test.txt, makes sure PostgreSQL's server
-# programs and PgBouncer are installed (the tests start throwaway ones on loopback), then
-# lints, type-checks and tests.
+# programs, PgBouncer and promtool are installed (the tests start throwaway servers on
+# loopback and check the alert rules), then lints, type-checks and tests.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,14 +10,16 @@ BIN := $(VENV)/bin
 test: lint postgres
 	$(BIN)/pytest
 
-# Debian's postgresql and pgbouncer packages, when they are nowhere to be found and apt can
-# install them (the tests start their own server and pooler on loopback).
+# Debian's postgresql, pgbouncer and prometheus (for promtool) packages, when they are nowhere
+# to be found and apt can install them (the tests start their own server and pooler on
+# loopback, and check the alert rules with promtool).
 postgres:
 	@{ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } && \
-	{ command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer; } || \
+	{ command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer; } && \
+	command -v promtool >/dev/null || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer >/dev/null; \
-	  else echo "PostgreSQL or PgBouncer is missing: their tests will skip (and fail under CI=true)"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer prometheus >/dev/null; \
+	  else echo "PostgreSQL, PgBouncer or promtool is missing: their tests will skip (and fail under CI=true)"; fi; }
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -53,3 +53,38 @@ def test_every_metric_the_dashboard_uses_is_exported() -> None:
     names = used("runner-dashboard.json")
     assert len(names) >= 8
     assert names <= exported(), names - exported()
+
+
+def test_the_alert_rules_pass_promtool_with_a_test_for_every_alert() -> None:
+    """`promtool test rules`: each alert fires on the series it is for, and not on a quiet
+    one; summaries and descriptions read as written (a job that never succeeded says so)."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is required in CI (Debian: apt-get install prometheus)")
+        pytest.skip("promtool is not installed")
+    folder = os.path.join(ROOT, "contrib")
+    checked = subprocess.run(
+        [promtool, "check", "rules", "runner-alerts.yml"],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run(
+        [promtool, "test", "rules", "runner-alerts.test.yml"],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    with open(os.path.join(folder, "runner-alerts.yml")) as rules:
+        alerts = re.findall(r"- alert: (\w+)", rules.read())
+    with open(os.path.join(folder, "runner-alerts.test.yml")) as tests:
+        covered = set(re.findall(r"alertname: (\w+)", tests.read()))
+    assert set(alerts) == covered
