@@ -177,19 +177,20 @@ def _read(
     handle: BinaryIO, limit: int | None, by: str, since: float | None, check: Callable[[], None]
 ) -> LogSummary:
     reader = _Reader(Summary(since), by)
-    for lines, overlong in _batches(handle, limit):
+    for lines, skipped in _batches(handle, limit):
         check()
-        reader.lines += overlong
-        reader.malformed += overlong
+        reader.lines += skipped
+        reader.malformed += skipped
         if lines:
             reader.feed(lines)
     return LogSummary(reader.summary, reader.lines, reader.malformed)
 
 
 def _batches(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
-    """Lists of whole lines (without their newline) in the next `limit` bytes (None: to the
-    end), with how many lines were too long to keep; memory stays within BATCH_BYTES +
-    MAX_LINE_BYTES."""
+    """Lists of whole, non-empty lines (without their newline) in the next `limit` bytes
+    (None: to the end), with how many lines were skipped (too long to keep, or empty);
+    memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted
+    without being split one by one (a gzip of newlines costs what its size says)."""
     remaining = limit
     carry = b""
     skipping = False
@@ -205,16 +206,36 @@ def _batches(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes],
                 continue
             block, skipping = block[cut + 1 :], False
         last = block.rfind(b"\n")
+        blank = 0
+        lines: list[bytes]
         if last < 0:
             lines, carry = [], carry + block
         else:
-            lines, carry = (carry + block[:last]).split(b"\n"), block[last + 1 :]
-        overlong = 0
+            lines, blank = _nonblank(carry + block[:last])
+            carry = block[last + 1 :]
         if len(carry) > MAX_LINE_BYTES:
-            carry, skipping, overlong = b"", True, 1
-        yield lines, overlong
+            carry, skipping, blank = b"", True, blank + 1
+        yield lines, blank
     if carry and not skipping:
         yield [carry], 0
+
+
+_BLANKS = b"\n\n"
+
+
+def _nonblank(chunk: bytes) -> tuple[list[bytes], int]:
+    """The non-empty lines of `chunk` (lines joined by newlines), and how many were empty."""
+    total = chunk.count(b"\n") + 1
+    if _BLANKS in chunk:
+        import re
+
+        chunk = re.sub(rb"\n\n+", b"\n", chunk)
+    lines = chunk.split(b"\n")
+    if lines and not lines[0]:
+        lines.pop(0)
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines, total - len(lines)
 
 
 class _Reader:

@@ -222,3 +222,22 @@ def test_labels_keep_the_textfiles_of_several_homes_apart(lab: Lab) -> None:
     assert b'runner_log_present{home="b"} 0\n' in missing.stdout
     for bad in ("nokey", "cmd=x", "__x=1", "9x=1"):
         assert lab.run("stats", "--label", bad).returncode == 125
+
+
+def test_a_gzip_of_newlines_costs_what_its_size_says(lab: Lab) -> None:
+    """Regression: a 1.3 MB gzip of newlines cost over 120 s of CPU, one empty line at a
+    time. Empty lines are counted as malformed in bulk; a line between them still counts."""
+    import gzip
+
+    packed = lab.tmp / "newlines.gz"
+    record = (
+        b'{"ts":"2026-11-30T00:00:00+00:00","cmd":["x"],"attempt":1,"rc":0,'
+        b'"duration_ms":1,"run_id":"r"}'
+    )
+    with gzip.open(packed, "wb") as handle:
+        handle.write(b"\n" * (20 << 20) + record + b"\n" + b"\n" * (20 << 20))
+    result = lab.run("stats", "--json", "--log", str(packed), timeout=120)
+    document = json.loads(result.stdout)
+    assert document["groups"][0]["runs"] == 1
+    assert document["malformed"] == 2 * (20 << 20)
+    assert document["lines"] == 2 * (20 << 20) + 1
