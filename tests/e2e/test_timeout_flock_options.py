@@ -49,7 +49,7 @@ def test_signal_kill_skips_the_grace(lab: Lab, name: str) -> None:
     assert runner.wait(timeout=20) == 124
 
 
-@pytest.mark.parametrize("value", ["BOGUS", "0", "65", "-1", ""])
+@pytest.mark.parametrize("value", ["BOGUS", "65", "-1", ""])
 def test_a_bad_signal_is_a_usage_error(lab: Lab, value: str) -> None:
     result = lab.run("run", "--signal", value, "--", "true")
     assert result.returncode == 125
