@@ -226,8 +226,8 @@ def _set_option(invocation: Invocation, option: str, value: str) -> None:
         policy.retries = parse_count(value, option)
     elif option == "--retry-on":
         policy.retry_on = parse_codes(value, option)
-    elif option == "--since":
-        invocation.since = parse_duration(value, option)
+    elif option in ("--since", "--retire-after"):
+        setattr(invocation, option[2:].replace("-", "_"), parse_duration(value, option))
     elif option == "--signal":
         invocation.stop_signal = parse_signal(value, option)
     elif option == "--conflict-exit-code":

@@ -41,6 +41,7 @@ VALUED = frozenset(
         "--grant",
         "--label",
         "--name",
+        "--retire-after",
         "--ping",
     }
 )
@@ -72,7 +73,8 @@ BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
     "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name"},
     "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
-    "stats": GLOBAL | {"--log", "--since", "--by", "--json", "--prometheus", "--label"},
+    "stats": GLOBAL
+    | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"},
     "applied": GLOBAL | STATE | {"--json"},
     "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "locks": GLOBAL | STATE | {"--json"},
@@ -109,6 +111,7 @@ class Invocation:
         "prometheus",
         "quiet",
         "replay_stdin",
+        "retire_after",
         "schema",
         "since",
         "slots",
@@ -130,6 +133,7 @@ class Invocation:
         self.labels: list[tuple[str, str]] = []
         self.prometheus: str | None = None
         self.since: float | None = None
+        self.retire_after: float | None = None
         self.by = "cmd"
         self.state_url: str | None = None
         self.namespace = "default"

@@ -82,13 +82,18 @@ def text(
     window_seconds: float | None = None,
     constant: tuple[tuple[str, str], ...] = (),
     log_present: bool = True,
+    retire_before: float | None = None,
 ) -> tuple[str, list[str]]:
     """The textfile, and the label values it exported (to remember for the next one).
 
     `constant` labels (--label) go on every sample, so that textfiles of several homes
-    never collide; `log_present` says whether there was a log to read at all.
+    never collide; `log_present` says whether there was a log to read at all. With
+    `retire_before` (epoch seconds, --retire-after), a job whose last run started
+    before then is left out, and its label no longer counts against the limit.
     """
     groups, known = fold(history.by_key, by, series)
+    if retire_before is not None:
+        groups, known = _retire(groups, known, retire_before)
     items = sorted(groups.items())
     out = _Text(by, constant)
     _counters(out, items)
@@ -119,6 +124,17 @@ def text(
     out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
     out.plain("runner_stats_generated_timestamp_seconds", now)
     return "\n".join(out.lines) + "\n", known
+
+
+def _retire(
+    groups: dict[str, Aggregate], known: list[str], before: float
+) -> tuple[dict[str, Aggregate], list[str]]:
+    def current(label: str) -> bool:
+        last = groups[label].last_run if label in groups else None
+        return last is not None and last >= before
+
+    kept = {label: group for label, group in groups.items() if current(label)}
+    return kept, [label for label in known if current(label)]
 
 
 HISTOGRAMS = (

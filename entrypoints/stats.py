@@ -98,6 +98,7 @@ def _write_out(
             window_seconds=invocation.since,
             constant=tuple(invocation.labels),
             log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
+            retire_before=None if not invocation.retire_after else now - invocation.retire_after,
         )
         if invocation.prometheus == "-":
             console.answer(text.removesuffix("\n"), even_quiet=True)

@@ -150,6 +150,12 @@ OPTIONS = {
         "status (143 for TERM), not 124",
         "off",
     ),
+    "--retire-after": (
+        "DURATION",
+        "stats: leave out of the export the series of a job not run for this long (its "
+        "counters then vanish)",
+        "never",
+    ),
     "--label": (
         "KEY=VALUE",
         "stats: a constant label on every exported sample (repeatable), so that the "

@@ -241,3 +241,21 @@ def test_a_gzip_of_newlines_costs_what_its_size_says(lab: Lab) -> None:
     assert document["groups"][0]["runs"] == 1
     assert document["malformed"] == 2 * (20 << 20)
     assert document["lines"] == 2 * (20 << 20) + 1
+
+
+def test_retire_after_drops_the_series_of_a_job_gone_quiet(lab: Lab) -> None:
+    """--retire-after 30d: a job not run for 30 days leaves the export (its counters vanish,
+    the documented contract); a recent one stays; without the option, nothing retires."""
+    old = (
+        '{"ts":"2026-01-01T00:00:00+00:00","cmd":["gone"],"attempt":1,"rc":0,'
+        '"duration_ms":1,"run_id":"r1","name":"gone"}\n'
+    )
+    lab.log.write_text(old)
+    lab.run("run", "--name", "recent", "--", "true")
+    kept = lab.run("stats", "-q", "--by", "name", "--prometheus", "-").stdout
+    assert b'name="gone"' in kept
+    retired = lab.run(
+        "stats", "-q", "--by", "name", "--retire-after", "30d", "--prometheus", "-"
+    ).stdout
+    assert b'name="gone"' not in retired
+    assert b'runner_runs_total{name="recent",outcome="success"} 1\n' in retired
