@@ -386,6 +386,14 @@ def table(results: dict[str, Any]) -> list[str]:
         ("  ... / run -- true start-up", f"{sa['repeat_ratio']:.2f}x", "<= 1.5x"),
         ("stats peak RSS (largest process)", f"{sa['peak_rss_mib']:.1f} MiB", ""),
     ]
+    cap = results["capture"]
+    rows.append(
+        (
+            f"--output-on-failure, {cap['bytes'] / MiB:,.0f} MiB: own file / captured",
+            f"{cap['direct_s']:.2f} / {cap['captured_s']:.2f} s ({cap['ratio']:.2f}x)",
+            f"<= {cap['target']:.2f}x",
+        )
+    )
     sw = results["sweep"]
     rows.append(
         (
@@ -457,6 +465,9 @@ def main() -> int:
         1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 21, env
     )
     results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
+    from capture import bench_capture
+
+    results["capture"] = bench_capture(10 * MiB if quick else 2048 * MiB, 2 if quick else 5, env)
     from sweep import bench_sweep
 
     results["sweep"] = bench_sweep(200 if quick else 1600, 1.0 if quick else 5.0, env)

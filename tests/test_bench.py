@@ -31,7 +31,9 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
         "stats",
         "fleet",
         "sweep",
+        "capture",
     }
+    assert figures["capture"]["left_behind"] == []
     assert figures["sweep"]["rc"] == 124
     assert figures["stats"]["lines"] == 20_000
     assert figures["contention"]["applications"] == 1
