@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.errors import ExitStatus, LockLost
+from domain.value import Value
 from domain.words import shell_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -12,19 +13,19 @@ if TYPE_CHECKING:
     from domain.ports import Console, Lock, MarkerStore
 
 
-class Skip:
+class Skip(Value):
     """The marker exists: nothing to do."""
 
     __slots__ = ()
 
 
-class DryRun:
+class DryRun(Value):
     """Only say what would be done."""
 
     __slots__ = ()
 
 
-class Run:
+class Run(Value):
     """Run the command, then write the marker if it succeeded."""
 
     __slots__ = ()
@@ -53,34 +54,45 @@ def apply(
     markers: MarkerStore,
     console: Console,
 ) -> int:
-    """Apply `name` once: under the lock, skip if marked, else run and mark on success."""
-    if dry_run:
-        return _dry_run(name, cmd, markers, console)
-    token = lock.acquire(policy.lock_wait)
+    """Apply `name` once: under the lock, skip if marked, else run and mark on success.
+
+    A dry run takes no lock: it says what the decision would be, and does nothing.
+    """
+    token = None if dry_run else lock.acquire(policy.lock_wait)
     try:
-        if isinstance(decide_apply(markers.exists(name), dry_run=False), Skip):
-            console.say("already applied")
-            return ExitStatus.OK
-        rc = attempts.run(cmd, policy, name, token, lock)
-        if rc != 0:
-            if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
-                return rc
-            console.warn(f"apply {name} failed (rc={rc}); not marked as applied")
-            return ExitStatus.FAILED
-        reason = lock.lost()
-        if reason is not None:
-            raise LockLost(reason, "not marked as applied")
-        markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
-        console.info(f"applied {name}")
-        return ExitStatus.OK
+        match decide_apply(markers.exists(name), dry_run):
+            case Skip():
+                (console.answer if dry_run else console.say)("already applied")
+                return ExitStatus.OK
+            case DryRun():
+                console.answer(f"would apply {name}: would run {shell_words(cmd)}")
+                return ExitStatus.OK
+            case Run():
+                return _run_and_mark(name, cmd, policy, token, attempts, lock, markers, console)
     finally:
-        lock.release()
+        if not dry_run:
+            lock.release()
 
 
-def _dry_run(name: str, cmd: list[str], markers: MarkerStore, console: Console) -> int:
-    decision = decide_apply(markers.exists(name), dry_run=True)
-    if isinstance(decision, Skip):
-        console.answer("already applied")
-    elif isinstance(decision, DryRun):
-        console.answer(f"would apply {name}: would run {shell_words(cmd)}")
+def _run_and_mark(
+    name: str,
+    cmd: list[str],
+    policy: Policy,
+    token: int | None,
+    attempts: Attempts,
+    lock: Lock,
+    markers: MarkerStore,
+    console: Console,
+) -> int:
+    rc = attempts.run(cmd, policy, name, token, lock)
+    if rc != 0:
+        if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
+            return rc
+        console.warn(f"apply {name} failed (rc={rc}); not marked as applied")
+        return ExitStatus.FAILED
+    reason = lock.lost()
+    if reason is not None:
+        raise LockLost(reason, "not marked as applied")
+    markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
+    console.info(f"applied {name}")
     return ExitStatus.OK

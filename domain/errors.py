@@ -51,19 +51,9 @@ class LockBusy(RunnerError):
 
 def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
     """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`."""
-    whole = max(0, int(seconds))
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        age = f"{days}d{hours:02d}h"
-    elif hours:
-        age = f"{hours}h{minutes:02d}m"
-    elif minutes:
-        age = f"{minutes}m{secs:02d}s"
-    else:
-        age = f"{secs}s"
-    return f"{what} on {host} (pid {pid}) for {age}"
+    from domain.durations import human  # noqa: PLC0415 - only a busy lock says it
+
+    return f"{what} on {host} (pid {pid}) for {human(max(0.0, seconds))}"
 
 
 class LockLost(RunnerError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.attempts import Abandon, AttemptRecord, Finish, Retry, Stop, next_step
+from domain.durations import human
 from domain.errors import Interrupted, LockLost
 from domain.policy import attempt_timeout
 
@@ -13,10 +14,6 @@ if TYPE_CHECKING:
     from domain.attempts import Outcome
     from domain.policy import Policy
     from domain.ports import AttemptSink, Clock, Console, Lock, ProcessRunner
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3g}s" if value < 100 else f"{value:.0f}s"
 
 
 class Attempts:
@@ -114,17 +111,17 @@ class Attempts:
         if outcome.error is not None:
             self.console.warn(outcome.error)
         if outcome.timed_out:
-            cause = "the --deadline" if limit != policy.timeout else _seconds(limit)
+            cause = "the --deadline" if limit != policy.timeout else human(limit)
             self.console.warn(f"timeout: command ran past {cause} and was killed")
         failed = f"attempt {attempt}/{policy.max_attempts} failed (rc={outcome.rc})"
         if isinstance(step, Retry):
-            self.console.info(f"{failed}; retrying in {_seconds(step.delay)}")
+            self.console.info(f"{failed}; retrying in {human(step.delay)}")
         elif isinstance(step, Finish):
             if step.why == "attempts":
                 self.console.info(f"{failed}; giving up")
             elif step.why == "deadline":
                 self.console.warn(
-                    f"{failed}; the --deadline of {_seconds(policy.deadline)} leaves no time "
+                    f"{failed}; the --deadline of {human(policy.deadline)} leaves no time "
                     f"for another attempt; exit {outcome.rc}"
                 )
             elif step.why == "not retried" and outcome.error is None:

@@ -6,6 +6,7 @@ Both are views over the same aggregates (the Prometheus view is `prometheus.py`)
 from __future__ import annotations
 
 from adapters.jsonl import iso8601
+from domain.durations import human
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def _cell(row: dict[str, object], field: str) -> str:
     if field == "success_rate":
         return f"{float(str(value)) * 100:.1f}"
     if field.startswith(("duration_", "attempt_")):
-        return human_seconds(float(str(value)))
+        return human(float(str(value)))
     if field == "last_failure" and value is not None:
         return f"{str(value)[:16].replace('T', ' ')} rc={row['last_failure_rc']}"
     if field.startswith("last_"):
@@ -173,18 +174,6 @@ def shorten(text: str, width: int) -> str:
         return text
     head = (width - 1) // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
-
-
-def human_seconds(seconds: float) -> str:
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def _iso(epoch: float | None) -> str | None:
