@@ -7,7 +7,8 @@ import os
 import signal
 import time
 
-from adapters.signals import REDIRECTED, ending
+from adapters.forked import become_helper
+from adapters.signals import ending
 from domain.errors import Interrupted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -40,7 +41,7 @@ def queue(
         for slot, fd in enumerate(fds):
             pid = os.fork()
             if pid == 0:
-                _helper(fd, deadline, everything, REDIRECTED, mode)
+                _helper(fd, deadline, everything, mode)
             helpers[pid] = slot
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, everything)
@@ -78,23 +79,16 @@ def _keep_one(
     return slot
 
 
-def _helper(
-    fd: int, deadline: float, mask: Iterable[int], caught: tuple[int, ...], mode: int
-) -> None:
+def _helper(fd: int, deadline: float, mask: Iterable[int], mode: int) -> None:
     """In the forked helper: block on the flock, never outliving the wait by much.
 
     It keeps no descriptor but the lock's, so that no pipe of the runner's stays open
     because of it.
     """
     try:
-        os.closerange(0, fd)
-        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
-        signal.set_wakeup_fd(-1)
-        for signum in (*caught, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        become_helper([fd], [n for n in mask if n != signal.SIGALRM])
         signal.alarm(min(int(deadline - time.monotonic()) + 2, 1 << 30))
-        signal.pthread_sigmask(signal.SIG_SETMASK, [n for n in mask if n != signal.SIGALRM])
         fcntl.flock(fd, mode)
         os._exit(0)
     except BaseException:

@@ -14,7 +14,8 @@ import pickle
 import select
 import signal
 
-from adapters.signals import REDIRECTED, ending
+from adapters.forked import become_helper
+from adapters.signals import ending
 from domain.errors import Interrupted, StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -109,13 +110,7 @@ def _work(
 ) -> None:
     """In a worker: default signals, no descriptor but its two pipes, results as one pickle."""
     try:
-        os.closerange(3, min(tasks, results))
-        os.closerange(min(tasks, results) + 1, max(tasks, results))
-        os.closerange(max(tasks, results) + 1, os.sysconf("SC_OPEN_MAX"))
-        signal.set_wakeup_fd(-1)
-        for signum in (*REDIRECTED, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        become_helper([0, 1, 2, tasks, results])
 
         def orphaned() -> None:
             if os.getppid() != parent:
