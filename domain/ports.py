@@ -54,6 +54,9 @@ class MarkerStore(Protocol):
     def remove(self, name: str) -> bool:
         """Forget that `name` was applied; False when it was not."""
 
+    def entries(self) -> list[dict[str, object]]:
+        """Every marker, by name: name, time, run_id, cmd, host (or error, for a corrupt one)."""
+
 
 class Lock(Protocol):
     def acquire(self, wait: float = 0.0) -> int | None:

@@ -13,14 +13,11 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from adapters.lock import FcntlLock
-    from adapters.markers import FileMarkerStore
     from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.lock import PgLock, Tables
-    from adapters.postgres.markers import PgMarkerStore
     from adapters.postgres.session import Session
-    from adapters.scoped import NameLock
     from adapters.signals import SignalWatch
+    from domain.ports import Lock, MarkerStore
     from entrypoints.invocation import Invocation
 
 WHAT_MAX = 60
@@ -35,8 +32,8 @@ class Backend:
 
     def __init__(
         self,
-        lock: FcntlLock | NameLock | PgLock,
-        markers: FileMarkerStore | PgMarkerStore | None,
+        lock: Lock,
+        markers: MarkerStore | None,
         *,
         environ: Mapping[str, str],
         tables: Tables | None = None,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from domain.ports import AttemptSink
     from entrypoints.backends import Backend
     from entrypoints.invocation import Invocation
+    from entrypoints.wiring import Wiring
 
 
 class Ending:
@@ -34,21 +35,24 @@ class Ending:
         self.signum = signum
 
 
-def main(argv: list[str] | None = None, home: str | None = None) -> int:
+def main(
+    argv: list[str] | None = None, home: str | None = None, wiring: Wiring | None = None
+) -> int:
     """Run the runner; return its exit code. No exception escapes for any input.
 
     `home` is the home when neither --home nor RUNNER_HOME is given: runner.py's
     folder for a checkout; None, for the installed command and the zipapp, means
-    the user's state folder (see `state_home`). The signal handlers stay in place
-    after it returns; see `exit_with`.
+    the user's state folder (see `state_home`). `wiring` builds the adapters: the
+    real ones by default, fakes in tests. The signal handlers stay in place after it
+    returns; see `exit_with`.
     """
-    return _main(argv, home).status
+    return _main(argv, home, wiring).status
 
 
 def launch(home: str | None) -> NoReturn:
     """The entry of runner.py, the zipapp and the installed command: run, then exit
     (by the signal itself after SIGINT or SIGQUIT)."""
-    ending = _main(None, home)
+    ending = _main(None, home, None)
     exit_with(ending.status, ending.signum)
 
 
@@ -59,13 +63,15 @@ def state_home(environ: Mapping[str, str]) -> str:
     return os.path.join(base, "runner")
 
 
-def _main(argv: list[str] | None, home: str | None) -> Ending:
-    from adapters.signals import REENTER_BY_SIGNAL, SignalWatch
+def _main(argv: list[str] | None, home: str | None, wiring: Wiring | None) -> Ending:
+    from adapters.signals import REENTER_BY_SIGNAL
+    from entrypoints.wiring import Wiring
 
-    watch = SignalWatch()
+    wiring = wiring or Wiring()
+    watch = wiring.watch()
     console = StreamConsole()
     try:
-        return Ending(_dispatch(argv, home, watch, console))
+        return Ending(_dispatch(argv, home, watch, console, wiring))
     except Interrupted as stop:
         again = stop.signum if stop.signum in REENTER_BY_SIGNAL else None
         return Ending(stop.exit_code, again)
@@ -78,7 +84,11 @@ def _main(argv: list[str] | None, home: str | None) -> Ending:
 
 
 def _dispatch(
-    argv: list[str] | None, home: str | None, watch: SignalWatch, console: StreamConsole
+    argv: list[str] | None,
+    home: str | None,
+    watch: SignalWatch,
+    console: StreamConsole,
+    wiring: Wiring,
 ) -> int:
     invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
     if invocation.home is None:
@@ -93,8 +103,8 @@ def _dispatch(
     console.quiet = invocation.quiet
     try:
         if invocation.action in ("run", "apply"):
-            return _execute(invocation, watch, console)
-        return _manage(invocation, watch, console)
+            return _execute(invocation, watch, console, wiring)
+        return _manage(invocation, watch, console, wiring)
     except LockBusy as busy:
         busy.status = invocation.conflict_exit_code
         if busy.status == ExitStatus.OK and invocation.quiet:
@@ -102,43 +112,24 @@ def _dispatch(
         raise
 
 
-def _execute(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
-    """Wire the real adapters; a run without --lock loads nothing of locks and markers."""
-    from adapters.clock import SystemClock, random_fraction
-    from adapters.jsonl import JsonlSink
-    from adapters.process import PosixProcessRunner
+def _execute(
+    invocation: Invocation, watch: SignalWatch, console: StreamConsole, wiring: Wiring
+) -> int:
+    """Wire the adapters; a run without --lock loads nothing of locks and markers."""
     from domain import flows
 
     home = invocation.home or ""
-    backend = None
-    if invocation.action == "apply" or invocation.lock is not None:
-        from entrypoints.backends import open_backend
-
-        backend = open_backend(invocation, home, watch)
+    backend = wiring.backend(invocation, home, watch)
     if invocation.replay_stdin and not invocation.dry_run:
         from adapters.stdin import keep_stdin
 
         keep_stdin(watch)
-    environ = None if backend is None else backend.environ
-    if environ is None and "RUNNER_STATE_URL" in os.environ:
-        from entrypoints.backends import scrubbed_environ
-
-        environ = scrubbed_environ(os.environ)
-    sink = JsonlSink(os.path.join(home, "runs.jsonl"), console.warn)
+    sink = wiring.sink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
     capture, pinger, recorder = _reporting(invocation, console, sink, run_id)
-    processes = PosixProcessRunner(
-        watch,
-        inherit=tuple if backend is None else backend.lock.fds,
-        guard=None if backend is None else backend.guard,
-        environ=environ,
-        stop_signal=invocation.stop_signal,
-        preserve_status=invocation.preserve_status,
-        foreground=invocation.foreground,
-        capture=capture,
-    )
+    processes = wiring.processes(invocation, watch, backend, capture)
     attempts = flows.Attempts(
-        processes, SystemClock(watch), recorder, console, run_id, random_fraction
+        processes, wiring.clock(watch), recorder, console, run_id, wiring.random()
     )
     code: int = ExitStatus.RUNNER_ERROR
     try:
@@ -218,7 +209,9 @@ def _perform(
     )
 
 
-def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) -> int:
+def _manage(
+    invocation: Invocation, watch: SignalWatch, console: StreamConsole, wiring: Wiring
+) -> int:
     """stats, applied, forget, locks and setup."""
     home = invocation.home or ""
     if invocation.action == "stats":
@@ -232,9 +225,8 @@ def _manage(invocation: Invocation, watch: SignalWatch, console: StreamConsole) 
             return fleet.locks(invocation, home, watch, console)
         return fleet.setup(invocation, watch, console)
 
-    from entrypoints.backends import open_backend
-
-    backend = open_backend(invocation, home, watch)
+    backend = wiring.backend(invocation, home, watch)
+    assert backend is not None
     assert backend.markers is not None
     try:
         if invocation.action == "applied":

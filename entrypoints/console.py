@@ -21,8 +21,8 @@ class StreamConsole:
     argument that is not UTF-8) is escaped. --quiet silences all but warnings.
     """
 
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet = quiet
+    def __init__(self) -> None:
+        self.quiet = False  # set once the command line is read
         self._reader_gone = False
 
     def say(self, text: str) -> None:

@@ -57,9 +57,13 @@ class FakeProcessRunner:
 class FakeSink:
     def __init__(self) -> None:
         self.records: list[AttemptRecord] = []
+        self.closed = False
 
     def record(self, attempt: AttemptRecord) -> None:
         self.records.append(attempt)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class FakeMarkerStore:
@@ -74,6 +78,9 @@ class FakeMarkerStore:
 
     def remove(self, name: str) -> bool:
         return self.applied.pop(name, None) is not None
+
+    def entries(self) -> list[dict[str, object]]:
+        return [{"name": name, **record} for name, record in sorted(self.applied.items())]
 
 
 class FakeLock:

@@ -94,7 +94,7 @@ def test_markers_are_written_found_listed_and_removed(backend: Backend) -> None:
     markers.write("db", when=1_800_000_000.5, run_id="r1", cmd=["migrate", "--to", "42"])
     assert markers.exists("db")
     assert not markers.exists("other")
-    (entry,) = markers.entries()  # type: ignore[attr-defined]
+    (entry,) = markers.entries()
     assert entry["name"] == "db"
     assert entry["run_id"] == "r1"
     assert entry["cmd"] == ["migrate", "--to", "42"]
@@ -110,7 +110,7 @@ def test_writing_a_marker_twice_keeps_one(backend: Backend) -> None:
     markers = backend.markers
     markers.write("db", when=0, run_id="r1", cmd=["a"])
     markers.write("db", when=1, run_id="r2", cmd=["b"])
-    entries = markers.entries()  # type: ignore[attr-defined]
+    entries = markers.entries()
     assert [(e["name"], e["run_id"]) for e in entries] == [("db", "r2")]
 
 
@@ -119,7 +119,7 @@ def test_arguments_that_are_not_utf8_are_kept(backend: Backend) -> None:
     markers = backend.markers
     odd = b"\xff\xfe".decode("utf-8", "surrogateescape")
     markers.write("db", when=0, run_id="r", cmd=["x", odd])
-    assert markers.entries()[0]["cmd"] == ["x", odd]  # type: ignore[attr-defined]
+    assert markers.entries()[0]["cmd"] == ["x", odd]
 
 
 def test_fencing_tokens_strictly_increase_across_holders(backend: Backend) -> None:
