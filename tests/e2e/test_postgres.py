@@ -291,25 +291,15 @@ def test_sigterm_while_the_marker_is_written_leaves_no_marker_later(
 
 
 def _waits_to_write(url: str) -> bool:
-    import psycopg
+    from tests.e2e.test_fleet import sql
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        return bool(
-            conn.execute(
-                "SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'RowExclusiveLock'"
-                " AND relation = 'runner_markers'::regclass"
-            ).fetchall()
-        )
+    waiting = "SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'RowExclusiveLock'"
+    return bool(sql(url, waiting + " AND relation = 'runner_markers'::regclass"))
 
 
 def _active(url: str) -> bool:
     """Whether a runner.py connection is still running a statement."""
-    import psycopg
+    from tests.e2e.test_fleet import sql
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        return bool(
-            conn.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE application_name = 'runner.py'"
-                " AND state = 'active'"
-            ).fetchall()
-        )
+    busy = "SELECT 1 FROM pg_stat_activity WHERE application_name = 'runner.py'"
+    return bool(sql(url, busy + " AND state = 'active'"))
