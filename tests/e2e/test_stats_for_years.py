@@ -175,21 +175,21 @@ def test_two_stats_at_once_never_export_a_lower_counter(lab: Lab) -> None:
         '{"ts":"2026-11-30T00:00:00+00:00","cmd":["job"],"attempt":1,"rc":0,'
         '"duration_ms":1,"run_id":"r%d"}\n'
     )
-    lab.log.write_text("".join(line % n for n in range(100)))
+    lab.log.write_text("".join(line % n for n in range(200_000)))  # a read that takes a while
     prom = lab.tmp / "runner.prom"
     first = lab.start("stats", "-q", "--prometheus", str(prom))
     wait_for(lambda: _holds_a_flock(first.pid), what="the first stats to hold its lock")
     first.send_signal(signal.SIGSTOP)
     try:
         with lab.log.open("a") as log:
-            log.write("".join(line % n for n in range(100, 150)))
+            log.write("".join(line % n for n in range(200_000, 200_050)))
         second = lab.start("stats", "-q", "--prometheus", str(prom))
         wait_for(lambda: _waits_for_a_lock(second.pid), what="the second stats to wait")
     finally:
         first.send_signal(signal.SIGCONT)
     assert first.wait(timeout=30) == 0
     assert second.wait(timeout=30) == 0
-    assert 'runner_runs_total{cmd="job",outcome="success"} 150\n' in prom.read_text()
+    assert 'runner_runs_total{cmd="job",outcome="success"} 200050\n' in prom.read_text()
 
 
 def _waits_for_a_lock(pid: int) -> bool:
