@@ -22,8 +22,12 @@ from tests import pgserver
 from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import processes_with, wait_for
 
-BEAT = "trap '' TERM; touch {started}; while :; do date +%s.%N > {beat}; sleep 0.02; done"
-"""A command that ignores SIGTERM and notes, every 20 ms, that it still runs."""
+BEAT = (
+    "trap '' TERM; touch {started}; "
+    "while :; do date +%s.%N > {beat}.new && mv {beat}.new {beat}; sleep 0.02; done"
+)
+"""A command that ignores SIGTERM and notes, every 20 ms, that it still runs (each note
+replaces the last whole: SIGKILL between truncating and writing cannot leave it empty)."""
 
 HOLD = "touch {started}; while [ ! -e {release} ]; do sleep 0.02; done; date +%s.%N > {ended}"
 MARK = "date +%s.%N > {started}"
