@@ -186,8 +186,9 @@ def _holders(fds: list[int]) -> str | None:
     return "; ".join(found) or None
 
 
-TOKEN_TRIES = 1000
-"""Tries, a millisecond apart, at the token file's flock (each holder keeps it for an instant)."""
+TOKEN_WAIT = 10.0
+"""Seconds to keep trying the token file's flock (each holder keeps it for an instant: a
+read, a write and an fsync, which a loaded disk can make slow)."""
 
 
 def _next_token(path: str) -> int | None:
@@ -199,12 +200,13 @@ def _next_token(path: str) -> int | None:
             return None
         raise StateError(f"cannot open the token file {path}: {exc.strerror}") from None
     try:
-        for _ in range(TOKEN_TRIES):
-            if _try(fd, path):
-                break
-            time.sleep(0.001)
-        else:
-            raise StateError(f"the token file {path} stays locked by another process")
+        deadline = time.monotonic() + TOKEN_WAIT
+        pause = 0.001
+        while not _try(fd, path):
+            if time.monotonic() >= deadline:
+                raise StateError(f"the token file {path} stays locked by another process")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
         try:
             text = os.pread(fd, 32, 0).strip()
             token = (int(text) if text.isdigit() else 0) + 1

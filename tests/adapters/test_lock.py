@@ -261,11 +261,14 @@ def test_fencing_tokens_from_racing_processes_are_all_distinct(tmp_path: Path) -
     children = []
     for worker in range(16):
         pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            os.close(start_write)
-            os.read(start_read, 1)
-            tokens = [_next_token(path) for _ in range(50)]
-            (tmp_path / f"tokens{worker}").write_text(" ".join(map(str, tokens)))
+        if pid == 0:  # pragma: no cover - the child, which must never return into pytest
+            try:
+                os.close(start_write)
+                os.read(start_read, 1)
+                tokens = [_next_token(path) for _ in range(50)]
+                (tmp_path / f"tokens{worker}").write_text(" ".join(map(str, tokens)))
+            except BaseException:
+                os._exit(1)
             os._exit(0)
         children.append(pid)
     os.close(start_read)
