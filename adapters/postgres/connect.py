@@ -44,6 +44,7 @@ PASSING = (
     "starting up",
     "shutting down",
     "in recovery",
+    "not yet accepting connections",
     "reset by peer",
     "closed the connection",
     "no route to host",
