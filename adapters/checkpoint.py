@@ -3,9 +3,8 @@
 Kept beside the log as `.<log>.stats-<by>.json` (JSON: never code to run). It names
 the log by device, inode and a hash of its first line, and the offset just past
 the last whole line read. The next `stats` reads only what follows. When the log
-was rotated (moved, truncated, replaced), the old file is looked for beside it
-(`runs.jsonl.1`, `runs.jsonl.1.gz`, `runs.jsonl-DATE…`) by its first line, so that
-its last lines are counted once; then the new log is read from its start.
+was rotated (moved, truncated, replaced), once or many times, every generation beside it
+not yet read is read once (see adapters.rotation); then the new log from its start.
 """
 
 from __future__ import annotations
@@ -13,65 +12,42 @@ from __future__ import annotations
 import json
 import os
 import stat
-import zlib
 
 from adapters.files import write_atomically
-from adapters.logfile import LogSummary, summarize, summarize_stream, whole_lines_end
+from adapters.logfile import (
+    LogSummary,
+    stop_if_ended,
+    summarize,
+    summarize_stream,
+    whole_lines_end,
+)
+from adapters.rotation import head_at, open_log, unread
+from domain.errors import StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, BinaryIO
+    from typing import Any
 
     from adapters.signals import SignalWatch
 
-VERSION = 5
-SIZE_MAX = 64 << 20
-"""Bytes: a larger checkpoint is not one this runner wrote (its keys are bounded)."""
+VERSION = 6
+SIZE_MAX = 32 << 20
+"""Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
+bounded)."""
 KEYS_MAX = 200
 """Commands or names a checkpoint keeps apart (as many as the export's labels); the others
 are kept together as OTHER, so its size does not grow with every distinct command line."""
 OTHER = "(other)"
-HEAD_MAX = 1 << 16
-"""Bytes of the first line that identify a log."""
+OPEN_MAX = 100_000
+"""Open runs a checkpoint keeps (the latest): more means runners killed in the thousands,
+and each costs the next stats' start."""
 OPEN_MAX_AGE = 7 * 86400.0
-"""Seconds: a run still open this long after its last attempt lost its runner; forgotten."""
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def open_log(path: str) -> BinaryIO:
-    """A log for reading, decompressed when it is gzip (by its first bytes, not its name)."""
-    handle = open(path, "rb")  # noqa: SIM115 - handed to the caller
-    if handle.read(2) == GZIP_MAGIC:
-        handle.close()
-        import gzip  # noqa: PLC0415 - only for a compressed log
-
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    handle.seek(0)
-    return handle
-
-
-def is_gzip(path: str) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(2) == GZIP_MAGIC
-
-
-def head_of(path: str) -> str | None:
-    """The log's first whole line as its length and CRC-32, or None when it has none yet.
-
-    With the inode, enough to know a log again (zlib loads far faster than hashlib).
-    """
-    try:
-        with open_log(path) as handle:
-            first = handle.readline(HEAD_MAX)
-    except (OSError, EOFError):
-        return None
-    if not first.endswith(b"\n"):
-        return None
-    return f"{len(first)}:{zlib.crc32(first):08x}"
-
-
+"""Seconds of the log's own time (its latest attempt, not the clock): a run still open this
+long after its last attempt lost its runner, and is forgotten."""
+TRIES = 5
+"""Reads of a log that was rotated while it was being read, before stats gives up."""
 class Checkpoint:
     """The history of one log file (not a stream, not gzip), for one grouping (`by`).
 
@@ -87,7 +63,7 @@ class Checkpoint:
         self.series: list[str] = []
         self._position: dict[str, object] | None = None
 
-    def update(self, watch: SignalWatch, now: float, warn: Callable[[str], None]) -> LogSummary:
+    def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """The history so far: the checkpoint's, and every whole line written since.
 
         A checkpoint that is not this user's own regular file, or that does not hold
@@ -96,7 +72,8 @@ class Checkpoint:
         """
         try:
             total = self._load()
-            return self._read_on(total, watch, now, warn)
+            stop_if_ended(watch)
+            return self._read_on(total, watch, warn)
         except _DOUBTFUL as doubt:
             if self._position is None and not isinstance(doubt, _Untrusted):
                 raise
@@ -105,25 +82,40 @@ class Checkpoint:
                 f"set the stats checkpoint {self.path} aside ({reason}); reading the log afresh"
             )
             self.series, self._position = [], None
-            return self._read_on(LogSummary(Summary(), 0, 0), watch, now, warn)
+            return self._read_on(LogSummary(Summary(), 0, 0), watch, warn)
 
     def _read_on(
-        self, total: LogSummary, watch: SignalWatch, now: float, warn: Callable[[str], None]
+        self, total: LogSummary, watch: SignalWatch, warn: Callable[[str], None]
     ) -> LogSummary:
-        try:
-            info = os.stat(self.log)
-        except FileNotFoundError:
-            if self._position is None:
-                raise
-            return total
-        end = whole_lines_end(self.log)
-        head = head_of(self.log)
-        start = self._resume(info, head, end, total, watch, warn)
-        if end > start:
-            total.merge(summarize(self.log, self.by, None, watch, start=start, end=end))
-        total.summary.drop_open_before(now - OPEN_MAX_AGE)
-        self._position = {"dev": info.st_dev, "ino": info.st_ino, "head": head, "offset": end}
-        return total
+        """Read on from the position into `total`. The log is read through one descriptor, so
+        a rename mid read changes nothing; a truncation mid read (copytruncate) is noticed,
+        and the read starts again from where it began, now a rotated generation."""
+        for _ in range(TRIES):
+            try:
+                fd = os.open(self.log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:
+                if self._position is None:
+                    raise
+                return total
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise StateError(f"cannot read {self.log}: not a regular file")
+                end, head = whole_lines_end(fd), head_at(fd)
+                start = self._resume(info, head, end, total, watch, warn)
+                part = summarize(fd, self.by, None, watch, start=start, end=end)
+                if os.fstat(fd).st_size >= end and head_at(fd) == head:
+                    total.merge(part)
+                    self._position = {**self._position_of(info, head), "offset": end}
+                    total.summary.drop_open_before(total.summary.newest - OPEN_MAX_AGE)
+                    return total
+            finally:
+                os.close(fd)
+        raise StateError(f"{self.log} was rotated again and again while it was read; try later")
+
+    @staticmethod
+    def _position_of(info: os.stat_result, head: str | None) -> dict[str, object]:
+        return {"dev": info.st_dev, "ino": info.st_ino, "head": head}
 
     def save(self, total: LogSummary) -> None:
         """Write the checkpoint atomically; raises OSError when it cannot be.
@@ -145,7 +137,11 @@ class Checkpoint:
 
     def bound(self, total: LogSummary) -> None:
         """Keep KEYS_MAX keys apart at most: the exported ones first, then the busiest; the
-        rest together under OTHER."""
+        rest together under OTHER. Keep the OPEN_MAX latest open runs at most."""
+        opened = total.summary.open
+        if len(opened) > OPEN_MAX:
+            latest = sorted(opened.items(), key=lambda item: item[1].last_end)[-OPEN_MAX:]
+            total.summary.open = dict(latest)
         by_key = total.summary.by_key
         if len(by_key) <= KEYS_MAX:
             return
@@ -177,36 +173,31 @@ class Checkpoint:
         watch: SignalWatch,
         warn: Callable[[str], None],
     ) -> int:
-        """Where to read the log from; first, the rest of its rotated-away part, if any."""
+        """Where to read the log from. When it was rotated, first every generation not yet
+        read to its end goes into `total`, and the position moves to the log's start."""
         saved = self._position
         if saved is None:
+            self._position = {**self._position_of(info, head), "offset": 0}
             return 0
         offset = int(str(saved["offset"]))
         same = (info.st_dev, info.st_ino) == (saved["dev"], saved["ino"])
         if same and head == saved["head"] and end >= offset:
             return offset
-        old = self._rotated(saved["head"])  # type: ignore[arg-type]
-        if old is not None:
-            with open_log(old) as handle:
-                total.merge(summarize_stream(handle, self.by, None, watch, skip=offset))
-        elif saved["head"] is not None:
+        behind = unread(self.log, saved["head"], info)  # type: ignore[arg-type]
+        if behind is None and saved["head"] is not None:
             warn(
                 f"{self.log} was rotated and its old part was not found beside it; "
                 "lines written to it since the last stats are not counted"
             )
+        for path in behind or []:
+            try:
+                with open_log(path) as handle:
+                    total.merge(summarize_stream(handle, self.by, None, watch, skip=offset))
+            except (OSError, EOFError) as exc:
+                raise StateError(f"cannot read {path}: {_why(exc)}") from None
+            offset = 0
+        self._position = {**self._position_of(info, head), "offset": 0}
         return 0
-
-    def _rotated(self, head: str | None) -> str | None:
-        """The rotated file whose first line is the one the checkpoint knew."""
-        if head is None:
-            return None
-        import glob  # noqa: PLC0415 - only after a rotation
-
-        dated = sorted(glob.glob(glob.escape(self.log) + "-*"), key=_mtime, reverse=True)
-        for candidate in [self.log + ".1", self.log + ".1.gz", *dated]:
-            if os.path.isfile(candidate) and head_of(candidate) == head:
-                return candidate
-        return None
 
     def _load(self) -> LogSummary:
         """The saved history, or an empty one when there is none (or of another version).
@@ -278,8 +269,7 @@ def _read_own(path: str) -> Any:
             raise _Untrusted(f"not a checkpoint: {type(exc).__name__}") from None
 
 
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
+def _why(exc: OSError | EOFError) -> str:
+    if isinstance(exc, EOFError):
+        return "a compressed log cut short"
+    return exc.strerror or str(exc)

@@ -45,31 +45,47 @@ class LogSummary:
         self.malformed += later.malformed
 
 
+def stop_if_ended(watch: SignalWatch) -> None:
+    """Raise Interrupted when a signal that ends the run has come."""
+    signum = ending(watch.pending())
+    if signum is not None:
+        raise Interrupted(signum)
+
+
 def _checker(watch: SignalWatch) -> Callable[[], None]:
-    def interrupted() -> None:
-        signum = ending(watch.pending())
-        if signum is not None:
-            raise Interrupted(signum)
-
-    return interrupted
+    return lambda: stop_if_ended(watch)
 
 
-def whole_lines_end(path: str) -> int:
-    """The offset just past the last newline of the file: a line still being written waits."""
-    with open(path, "rb") as handle:
-        end = handle.seek(0, os.SEEK_END)
-        while end > 0:
-            start = max(0, end - (1 << 16))
-            handle.seek(start)
-            cut = handle.read(end - start).rfind(b"\n")
-            if cut >= 0:
-                return start + cut + 1
-            end = start
+def whole_lines_end(fd: int) -> int:
+    """The offset just past the last newline of the file open at `fd`: a line still being
+    written waits."""
+    end = os.fstat(fd).st_size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        cut = os.pread(fd, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
     return 0
 
 
+class At:
+    """A file read through a descriptor by position (pread), from `position` on: processes
+    that share the descriptor each read their own range, and a rename or truncation of
+    its path never points a reader at another file."""
+
+    def __init__(self, fd: int, position: int) -> None:
+        self.fd = fd
+        self.position = position
+
+    def read(self, size: int) -> bytes:
+        data = os.pread(self.fd, size, self.position)
+        self.position += len(data)
+        return data
+
+
 def summarize(
-    path: str,
+    log: str | int,
     by: str,
     since: float | None,
     watch: SignalWatch,
@@ -77,66 +93,72 @@ def summarize(
     start: int = 0,
     end: int | None = None,
 ) -> LogSummary:
-    """Summarize [start, end) of the log at `path` (to its end by default), grouping runs by
-    "cmd" or "name"; raises OSError. A large range is read by one process per core.
+    """Summarize [start, end) of the log (a path, or a descriptor open on it) to its end by
+    default, grouping runs by "cmd" or "name"; raises OSError. A large range is read by one
+    process per core.
 
     A signal that ends the run raises Interrupted between two batches.
     """
-    end = os.stat(path).st_size if end is None else end
+    if isinstance(log, str):
+        fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return summarize(fd, by, since, watch, workers, start, end)
+        finally:
+            os.close(fd)
+    fd = log
+    end = os.fstat(fd).st_size if end is None else end
     workers = min(workers or os.cpu_count() or 1, 32)
     interrupted = _checker(watch)
     if workers == 1 or end - start < PARALLEL_FROM:
-        return summarize_range(path, start, end, by, since, interrupted)
+        return summarize_range(fd, start, end, by, since, interrupted)
     from adapters.workers import fork_map
 
-    spans = list(pairwise(_split(path, start, end, workers * PIECES_PER_WORKER)))
+    spans = list(pairwise(_split(fd, start, end, workers * PIECES_PER_WORKER)))
 
     def piece(number: int, check: Callable[[], None]) -> LogSummary:
         start, end = spans[number]
-        return summarize_range(path, start, end, by, since, check)
+        return summarize_range(fd, start, end, by, since, check)
 
-    parts = fork_map(piece, len(spans), workers, watch)
+    parts = fork_map(piece, len(spans), workers, watch, keep=(fd,))
     total = parts[0]
     for part in parts[1:]:
         total.merge(part)
     return total
 
 
-def _split(path: str, start: int, end: int, parts: int) -> list[int]:
+def _split(fd: int, start: int, end: int, parts: int) -> list[int]:
     """Byte offsets that cut [start, end) of the file into `parts` pieces at line boundaries."""
     bounds = [start]
-    with open(path, "rb") as handle:
-        for n in range(1, parts):
-            handle.seek(max(bounds[-1], start + (end - start) * n // parts))
-            bounds.append(min(_next_line(handle), end))
+    for n in range(1, parts):
+        bounds.append(min(_next_line(fd, max(bounds[-1], start + (end - start) * n // parts)), end))
     bounds.append(end)
     return sorted(set(bounds))
 
 
-def _next_line(handle: BinaryIO) -> int:
-    """The offset just past the next newline (or the end), read a block at a time."""
-    while block := handle.read(1 << 16):
+def _next_line(fd: int, position: int) -> int:
+    """The offset just past the next newline at or after `position` (or the end)."""
+    while block := os.pread(fd, 1 << 16, position):
         cut = block.find(b"\n")
         if cut >= 0:
-            return handle.tell() - len(block) + cut + 1
-    return handle.tell()
+            return position + cut + 1
+        position += len(block)
+    return position
 
 
 def summarize_range(
-    path: str,
+    fd: int,
     start: int,
     end: int,
     by: str,
     since: float | None,
     check: Callable[[], None] = lambda: None,
 ) -> LogSummary:
-    """Summarize the lines in [start, end) of the log (both at line starts, or the end).
+    """Summarize the lines in [start, end) of the log open at `fd` (both at line starts, or
+    the end).
 
     `check` is called between two batches (it may raise to stop the work).
     """
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        return _read(handle, end - start, by, since, check)
+    return _read(At(fd, start), end - start, by, since, check)
 
 
 def summarize_stream(
@@ -153,7 +175,11 @@ def summarize_stream(
 
 
 def _read(
-    handle: BinaryIO, limit: int | None, by: str, since: float | None, check: Callable[[], None]
+    handle: BinaryIO | At,
+    limit: int | None,
+    by: str,
+    since: float | None,
+    check: Callable[[], None],
 ) -> LogSummary:
     reader = LineReader(Summary(since), by)
     for lines, skipped in _batches(handle, limit):
@@ -165,7 +191,7 @@ def _read(
     return LogSummary(reader.summary, reader.lines, reader.malformed)
 
 
-def _batches(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
+def _batches(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
     """Lists of whole, non-empty lines (without their newline) in the next `limit` bytes
     (None: to the end), with how many lines were skipped (too long to keep, or empty);
     memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted

@@ -32,10 +32,15 @@ MAX_TASKS = 255
 
 
 def fork_map(
-    task: Callable[[int, Callable[[], None]], T], count: int, workers: int, watch: SignalWatch
+    task: Callable[[int, Callable[[], None]], T],
+    count: int,
+    workers: int,
+    watch: SignalWatch,
+    keep: tuple[int, ...] = (),
 ) -> list[T]:
     """Run `task(n, check)` for n in range(count) in `workers` processes; return the results.
 
+    `keep` are descriptors the workers keep open (every other is closed in them).
     `check` is to be called often: in a worker it ends the worker once the
     parent is gone. A signal that ends the run kills every worker and raises
     Interrupted; a worker that fails raises StateError.
@@ -53,7 +58,7 @@ def fork_map(
             results_read, results_write = os.pipe()
             pid = os.fork()
             if pid == 0:
-                _work(task, tasks_read, results_write, parent)
+                _work(task, tasks_read, results_write, parent, keep)
             os.close(results_write)
             children[results_read] = pid
     finally:
@@ -107,10 +112,11 @@ def _work(
     tasks: int,
     results: int,
     parent: int,
+    keep: tuple[int, ...],
 ) -> None:
     """In a worker: default signals, no descriptor but its two pipes, results as one pickle."""
     try:
-        become_helper([0, 1, 2, tasks, results])
+        become_helper([0, 1, 2, tasks, results, *keep])
 
         def orphaned() -> None:
             if os.getppid() != parent:

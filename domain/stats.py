@@ -105,6 +105,8 @@ class Summary:
         self.since = since
         self.open: dict[str, Run] = {}
         self.by_key: dict[str, Aggregate] = {}
+        self.newest = 0.0
+        """When the latest attempt seen started: the log's own clock."""
 
     def add(
         self,
@@ -118,6 +120,8 @@ class Summary:
         outcome: str | None = None,
     ) -> None:
         """One attempt line; `outcome` is how the log says it ended (None: read the rc)."""
+        if started > self.newest:  # noqa: PLR1730 - max() costs more, once a line
+            self.newest = started
         counted = self.since is None or started >= self.since
         if counted:
             self._aggregate(key).attempt(rc, duration_ms, outcome)
@@ -136,6 +140,7 @@ class Summary:
 
     def merge(self, other: Summary) -> None:
         """Fold in a summary of a later part of the same log."""
+        self.newest = max(self.newest, other.newest)
         for key, aggregate in other.by_key.items():
             self._aggregate(key).merge(aggregate)
         for run_id, run in other.open.items():
@@ -164,13 +169,16 @@ class Summary:
         return counts
 
     def drop_open_before(self, epoch: float) -> None:
-        """Forget open runs whose last attempt ended before `epoch`: their runner is gone."""
+        """Forget open runs whose last attempt ended before `epoch` (judged by the log's own
+        clock, `newest`, so that a log read late is read as one read as it was written):
+        their runner is gone."""
         self.open = {rid: run for rid, run in self.open.items() if run.last_end >= epoch}
 
     def state(self) -> dict[str, object]:
         return {
             "keys": {key: aggregate.state() for key, aggregate in self.by_key.items()},
             "open": {run_id: run.state() for run_id, run in self.open.items()},
+            "newest": self.newest,
         }
 
     @classmethod
@@ -180,6 +188,9 @@ class Summary:
         runs: dict[str, list[Any]] = state["open"]
         made.by_key = {key: Aggregate.from_state(value) for key, value in keys.items()}
         made.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
+        made.newest = float(state["newest"])
+        if not -1e15 < made.newest < 1e15:  # also false for NaN
+            raise ValueError("newest")
         return made
 
     def _count(self, run: Run, groups: dict[str, Aggregate]) -> None:

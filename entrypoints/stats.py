@@ -7,7 +7,7 @@ import os
 import time
 
 from adapters.files import write_atomically
-from adapters.logfile import LogSummary
+from adapters.logfile import LogSummary, stop_if_ended
 from domain.errors import ExitStatus, StateError
 from domain.stats import Summary
 
@@ -37,13 +37,16 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             history, checkpoint = _read(logs, by, since, watch), None
             window = None if since is None else history
         else:
-            history, checkpoint = _history(logs, by, watch, console, now)
+            history, checkpoint = _history(logs, by, watch, console)
             window = None if since is None else _read(logs, by, since, watch)
+        stop_if_ended(watch)
         _write_out(invocation, logs, history, checkpoint, window, console, now)
     finally:
         if guard is not None:
             guard.release()
+    stop_if_ended(watch)
     _show(history if window is None else window, invocation, console, logs)
+    stop_if_ended(watch)
     return ExitStatus.OK
 
 
@@ -117,10 +120,11 @@ def _write_out(
 
 
 def _history(
-    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, now: float
+    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole
 ) -> tuple[LogSummary, Checkpoint | None]:
     """The whole history: from the checkpoint for one log file, else read whole."""
-    from adapters.checkpoint import Checkpoint, is_gzip
+    from adapters.checkpoint import Checkpoint
+    from adapters.rotation import is_gzip
 
     for path in logs:
         _refuse_unless_regular(path)
@@ -129,7 +133,7 @@ def _history(
         try:
             if not (os.path.exists(single) and is_gzip(single)):
                 checkpoint = Checkpoint(single, by, console.warn)
-                return checkpoint.update(watch, now, console.info), checkpoint
+                return checkpoint.update(watch, console.info), checkpoint
         except FileNotFoundError:
             console.info(f"no attempt log at {single} yet: nothing to summarize")
             return LogSummary(Summary(), 0, 0), None
@@ -142,8 +146,8 @@ def _read(logs: list[str], by: str, since: float | None, watch: SignalWatch) -> 
     """Every log, in the order given, as one: files split across cores, streams in one go."""
     import sys
 
-    from adapters.checkpoint import is_gzip, open_log
     from adapters.logfile import summarize, summarize_stream
+    from adapters.rotation import is_gzip, open_log
 
     total = LogSummary(Summary(since), 0, 0)
     for path in logs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -87,7 +88,11 @@ def test_split_points_fall_on_line_starts(tmp_path: Path) -> None:
     log = tmp_path / "runs.jsonl"
     write_log(log, 100)
     data = log.read_bytes()
-    bounds = logfile._split(str(log), 0, len(data), 4)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        bounds = logfile._split(fd, 0, len(data), 4)
+    finally:
+        os.close(fd)
     assert bounds[0] == 0
     assert bounds[-1] == len(data)
     assert all(data[b - 1 : b] == b"\n" for b in bounds[1:-1])

@@ -62,13 +62,13 @@ def checkpoint(lab: Lab) -> Path:
 
 
 GOOD = {
-    "version": 5,
+    "version": 6,
     "by": "cmd",
     "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
     "lines": 0,
     "malformed": 0,
     "series": [],
-    "summary": {"keys": {}, "open": {}},
+    "summary": {"keys": {}, "open": {}, "newest": 0.0},
 }
 WRONG = [
     ("position", "offset", "abc"),
@@ -78,6 +78,7 @@ WRONG = [
     (None, "series", [1, 2]),
     ("summary", "keys", {"x": {"runs": "x"}}),
     ("summary", "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
+    ("summary", "newest", float("nan")),
 ]
 
 

@@ -1,0 +1,216 @@
+"""The checkpoint under rotation: a rotation in the middle of a read, and several between two."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from adapters.checkpoint import Checkpoint
+from adapters.jsonl import attempt_line
+from adapters.logfile import LogSummary, summarize
+from adapters.signals import SignalWatch
+from domain.attempts import AttemptRecord
+from domain.errors import StateError
+
+DAY = 86400.0
+
+
+def runs(first: int, count: int, at: float = 1_800_000_000.0) -> bytes:
+    """`count` one-attempt runs with distinct run ids, a second apart."""
+    return b"".join(
+        attempt_line(AttemptRecord(at + n, ["job"], 1, 0, 5, f"r{n}"))
+        for n in range(first, first + count)
+    )
+
+
+def counted(found: LogSummary) -> int:
+    return sum(aggregate.runs for aggregate in found.summary.finished().values())
+
+
+def update(log: Path, watch: SignalWatch, warnings: list[str] | None = None) -> LogSummary:
+    said = [] if warnings is None else warnings
+    keeper = Checkpoint(str(log), "cmd", said.append)
+    found = keeper.update(watch, said.append)
+    keeper.save(found)
+    return found
+
+
+def copytruncate(log: Path, to: Path) -> None:
+    shutil.copy(log, to)
+    with log.open("r+b") as handle:
+        handle.truncate(0)
+
+
+def rename_and_create(log: Path, to: Path) -> None:
+    log.rename(to)
+    log.touch()
+
+
+@pytest.mark.parametrize("rotate", [rename_and_create, copytruncate])
+def test_a_rotation_in_the_middle_of_a_read_loses_and_doubles_nothing(
+    tmp_path: Path,
+    watch: SignalWatch,
+    monkeypatch: pytest.MonkeyPatch,
+    rotate: Callable[[Path, Path], None],
+) -> None:
+    """Regression: rotating while stats read lost half the lines. The log is rotated just as
+    the read of its new lines begins; a line lands in the new log at once."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 10))
+    assert counted(update(log, watch)) == 10
+    with log.open("ab") as handle:
+        handle.write(runs(10, 500))
+    real = summarize
+    calls: list[int] = []
+
+    def rotating(*args: object, **kwargs: object) -> LogSummary:
+        calls.append(1)
+        if len(calls) == 1:
+            rotate(log, tmp_path / "runs.jsonl.1")
+            with log.open("ab") as handle:
+                handle.write(runs(510, 1))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    assert counted(update(log, watch)) in (510, 511)  # the new log's line now or next time
+    monkeypatch.setattr("adapters.checkpoint.summarize", real)
+    assert counted(update(log, watch)) == 511
+
+
+def test_a_first_read_cut_by_a_copytruncate_counts_the_copy(
+    tmp_path: Path, watch: SignalWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No checkpoint yet, and the log is copied and truncated mid read: its lines are read
+    from the copy."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 300))
+    real = summarize
+    calls: list[int] = []
+
+    def rotating(*args: object, **kwargs: object) -> LogSummary:
+        calls.append(1)
+        if len(calls) == 1:
+            copytruncate(log, tmp_path / "runs.jsonl.1")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    assert counted(update(log, watch)) == 300
+    assert len(calls) == 2
+
+
+def test_a_log_rotated_at_every_read_is_an_error_not_a_wrong_count(
+    tmp_path: Path, watch: SignalWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded: after a few rotations in a row stats says so, and keeps no checkpoint."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 3))
+    real = summarize
+    generation = iter(range(1, 100))
+
+    def rotating(*args: object, **kwargs: object) -> LogSummary:
+        copytruncate(log, tmp_path / f"runs.jsonl-{next(generation):04d}")
+        log.write_bytes(runs(1000 * next(generation), 3))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    with pytest.raises(StateError, match="rotated again and again"):
+        update(log, watch)
+    assert not (tmp_path / ".runs.jsonl.stats-cmd.json").exists()
+
+
+def test_every_generation_rotated_between_two_reads_is_read_once(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: two rotations between two stats counted 26 of 52 runs. Here: moved to .1,
+    then copied and truncated with compress and delaycompress (.1 becomes .2.gz), then once
+    more; the current log last. Each generation's late lines count too."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 10))
+    assert counted(update(log, watch)) == 10
+    with log.open("ab") as handle:
+        handle.write(runs(10, 5))  # after the checkpoint, before the first rotation
+    log.rename(tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(15, 20))
+    for older in (2, 1):  # logrotate's shift: .2 to .3.gz, .1 to .2.gz
+        plain = tmp_path / f"runs.jsonl.{older}"
+        if plain.exists():
+            with plain.open("rb") as source, gzip.open(f"{plain}.{older + 1}.gz", "wb") as packed:
+                packed.write(source.read())
+            plain.unlink()
+            os.rename(f"{plain}.{older + 1}.gz", tmp_path / f"runs.jsonl.{older + 1}.gz")
+    copytruncate(log, tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(35, 7))
+    warnings: list[str] = []
+    assert counted(update(log, watch, warnings)) == 42
+    assert warnings == []
+    assert counted(update(log, watch)) == 42
+
+
+def test_a_generation_being_compressed_is_read_once(tmp_path: Path, watch: SignalWatch) -> None:
+    """logrotate writes runs.jsonl.1.gz before it removes runs.jsonl.1: both are there, and
+    the compressed one may be cut short. The plain one is read, once."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 10))
+    update(log, watch)
+    with log.open("ab") as handle:
+        handle.write(runs(10, 5))
+    log.rename(tmp_path / "runs.jsonl.1")
+    data = (tmp_path / "runs.jsonl.1").read_bytes()
+    (tmp_path / "runs.jsonl.1.gz").write_bytes(gzip.compress(data)[:-20])
+    log.write_bytes(runs(15, 1))
+    assert counted(update(log, watch)) == 16
+
+
+def test_dated_generations_are_read_in_date_order(tmp_path: Path, watch: SignalWatch) -> None:
+    """dateext: runs.jsonl-20261129.gz is older than runs.jsonl-20261130, whatever their mtimes."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 4))
+    update(log, watch)
+    with log.open("ab") as handle:
+        handle.write(runs(4, 1))
+    with (tmp_path / "runs.jsonl-20261129.gz").open("wb") as packed:
+        packed.write(gzip.compress(log.read_bytes()))
+    log.write_bytes(runs(5, 3))
+    log.rename(tmp_path / "runs.jsonl-20261130")
+    log.write_bytes(runs(8, 2))
+    os.utime(tmp_path / "runs.jsonl-20261129.gz", (2e9, 2e9))
+    assert counted(update(log, watch)) == 10
+
+
+def test_a_retried_run_read_late_counts_as_in_a_whole_read(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: a retried run whose attempts are 30 days old counted 0 when a stats ran
+    between its two attempts, and 1 in a whole read. Open runs age by the log's clock."""
+    log = tmp_path / "runs.jsonl"
+    at = 1_700_000_000.0  # long before today
+    first = attempt_line(AttemptRecord(at, ["job"], 1, 1, 5, "slow", None, 60_000))
+    second = attempt_line(AttemptRecord(at + 61, ["job"], 2, 0, 5, "slow"))
+    log.write_bytes(first)
+    update(log, watch)
+    with log.open("ab") as handle:
+        handle.write(second)
+    assert counted(update(log, watch)) == 1
+    whole = tmp_path / "whole" / "runs.jsonl"
+    whole.parent.mkdir()
+    whole.write_bytes(first + second)
+    assert counted(update(whole, watch)) == 1
+
+
+def test_a_run_open_a_week_of_the_log_s_time_is_forgotten(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Its runner was killed: once the log has gone on for a week past it, it is no longer
+    in progress."""
+    log = tmp_path / "runs.jsonl"
+    at = 1_700_000_000.0
+    log.write_bytes(attempt_line(AttemptRecord(at, ["job"], 1, 1, 5, "lost", None, 1000)))
+    assert update(log, watch).summary.in_progress() == {"job": 1}
+    with log.open("ab") as handle:
+        handle.write(attempt_line(AttemptRecord(at + 8 * DAY, ["job"], 1, 0, 5, "later")))
+    assert update(log, watch).summary.in_progress() == {}

@@ -1,0 +1,130 @@
+"""stats under real rotation: logrotate between two stats, and a rotation while workers read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from adapters.jsonl import attempt_line
+from domain.attempts import AttemptRecord
+from tests.e2e.conftest import Lab
+from tests.e2e.test_metrics import runs_of
+from tests.procs import children_of, wait_for
+
+
+def runs(first: int, count: int) -> bytes:
+    """`count` one-attempt runs of `job` with distinct run ids and times."""
+    return b"".join(
+        attempt_line(AttemptRecord(1_800_000_000.0 + n, ["job"], 1, 0, 5 + n % 997, f"r{n:08d}"))
+        for n in range(first, first + count)
+    )
+
+
+def logrotate(lab: Lab, *options: str) -> None:
+    """Rotate runs.jsonl with Debian's logrotate, forced, with its own state file."""
+    program = shutil.which("logrotate") or "/usr/sbin/logrotate"
+    if not os.path.exists(program):
+        if os.environ.get("CI"):
+            pytest.fail("logrotate is required in CI (Debian: apt-get install logrotate)")
+        pytest.skip("logrotate is not installed")
+    config = lab.tmp / "logrotate.conf"
+    body = "\n".join(["rotate 10", "missingok", *options])
+    config.write_text(f"{lab.log} {{\n{body}\n}}\n")
+    subprocess.run(
+        [program, "-f", "-s", str(lab.tmp / "logrotate.state"), str(config)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def append(lab: Lab, data: bytes) -> None:
+    with lab.log.open("ab") as log:
+        log.write(data)
+
+
+def test_two_logrotate_runs_between_two_stats_count_every_run(lab: Lab) -> None:
+    """Regression: `create`, then `copytruncate` with `compress` and `delaycompress`, between
+    two stats counted 26 of 52 runs. Every generation not yet read is read once."""
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_bytes(runs(0, 13))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    append(lab, runs(13, 13))
+    logrotate(lab, "create 0600")
+    append(lab, runs(26, 13))
+    logrotate(lab, "copytruncate", "compress", "delaycompress")
+    append(lab, runs(39, 13))
+    assert sorted(path.name for path in lab.home.glob("runs.jsonl*")) == [
+        "runs.jsonl",
+        "runs.jsonl.1",
+        "runs.jsonl.2.gz",
+    ]
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 52
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    assert runs_of(prom, "job") == 52
+
+
+def test_dated_compressed_generations_are_all_read(lab: Lab) -> None:
+    """dateext with compress, three rotations between two stats (each a different hour)."""
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_bytes(runs(0, 5))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    for hour in range(3):
+        append(lab, runs(5 + 5 * hour, 5))
+        logrotate(lab, "compress", "dateext", f"dateformat -2026113{hour}")
+    append(lab, runs(20, 5))
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 25
+
+
+@pytest.mark.parametrize("how", ["create", "copytruncate"])
+def test_a_rotation_while_the_workers_read_loses_and_doubles_nothing(lab: Lab, how: str) -> None:
+    """Regression: rotating (`mv` and a new file, or copytruncate) while stats' workers read
+    lost half the lines. The rotation comes once the workers are reading."""
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_bytes(runs(0, 10))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    append(lab, runs(10, 240_000))  # about 30 MiB: read by workers
+    stats = lab.start("stats", "-q", "--prometheus", str(prom))
+    wait_for(lambda: bool(children_of(stats.pid)) or stats.poll() is not None, what="workers")
+    old = lab.home / "runs.jsonl.1"
+    if how == "create":
+        lab.log.rename(old)
+    else:
+        shutil.copy(lab.log, old)
+        with lab.log.open("r+b") as log:
+            log.truncate(0)
+    append(lab, runs(240_010, 3))
+    _, err = stats.communicate(timeout=120)
+    assert stats.returncode == 0, err
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 240_013
+
+
+def test_a_compressed_generation_cut_short_is_an_error_and_nothing_is_lost(lab: Lab) -> None:
+    """A .gz cut short (no plain copy beside it) is said in one line; the checkpoint stays
+    where it was, so the next stats, once the file is whole, counts everything."""
+    import gzip
+
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_bytes(runs(0, 3))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    append(lab, runs(3, 3))
+    packed = gzip.compress(lab.log.read_bytes())
+    rotated = lab.home / "runs.jsonl.1.gz"
+    rotated.write_bytes(packed[:-12])
+    lab.log.write_bytes(runs(6, 1))
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert result.returncode == 125
+    assert result.stderr == (
+        f"runner: error: cannot read {rotated}: a compressed log cut short\n".encode()
+    )
+    rotated.write_bytes(packed)
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    assert runs_of(prom, "job") == 7
