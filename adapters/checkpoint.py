@@ -48,6 +48,8 @@ OPEN_MAX_AGE = 7 * 86400.0
 long after its last attempt lost its runner, and is forgotten."""
 TRIES = 5
 """Reads of a log that was rotated while it was being read, before stats gives up."""
+
+
 class Checkpoint:
     """The history of one log file (not a stream, not gzip), for one grouping (`by`).
 

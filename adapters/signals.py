@@ -109,6 +109,19 @@ class SignalWatch:
                 elif signum == signal.SIGCONT:
                     self.signal_group(signal.SIGCONT)
 
+    def final(self) -> list[int]:
+        """Hand the ending signals back to their default action, then return what `pending`
+        returns: from here on such a signal ends the process by itself, so none that comes
+        on the way out is recorded and then lost (for work that has nothing left to
+        protect). No core file is written for SIGQUIT."""
+        import resource  # noqa: PLC0415 - only on the way out
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for signum in ENDING:
+            if signal.getsignal(signum) is _ignore:
+                signal.signal(signum, signal.SIG_DFL)
+        return self.pending()
+
     def signal_group(self, signum: int) -> None:
         """Send `signum` to `group`; one that has ended, or that we may not signal, is left."""
         if self.group is not None:

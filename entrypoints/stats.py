@@ -8,7 +8,8 @@ import time
 
 from adapters.files import write_atomically
 from adapters.logfile import LogSummary, stop_if_ended
-from domain.errors import ExitStatus, StateError
+from adapters.signals import ending
+from domain.errors import ExitStatus, Interrupted, StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -46,7 +47,9 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             guard.release()
     stop_if_ended(watch)
     _show(history if window is None else window, invocation, console, logs)
-    stop_if_ended(watch)
+    signum = ending(watch.final())
+    if signum is not None:
+        raise Interrupted(signum)
     return ExitStatus.OK
 
 
