@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from itertools import pairwise
 
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 
 BATCH_BYTES = 1 << 20
 """Lines are decoded about a mebibyte at a time, as one JSON array."""
+
+SETTLE_EVERY = 8
+"""Batches after which what waits to be counted is counted (memory stays bounded)."""
 
 MAX_LINE_BYTES = 16 << 20
 """A longer line is malformed, skipped without being held whole (memory stays bounded)."""
@@ -182,18 +186,26 @@ def _read(
     check: Callable[[], None],
 ) -> LogSummary:
     reader = LineReader(Summary(since), by)
-    for lines, skipped in _batches(handle, limit):
-        check()
-        reader.lines += skipped
-        reader.malformed += skipped
-        if lines:
-            reader.feed(lines)
+    collecting = gc.isenabled()
+    gc.disable()  # reading makes millions of tuples and no cycle: the collector only costs
+    try:
+        for number, (chunk, count, skipped) in enumerate(_batches(handle, limit), 1):
+            check()
+            if number % SETTLE_EVERY == 0:
+                reader.summary.settle()
+            reader.lines += skipped
+            reader.malformed += skipped
+            if count:
+                reader.feed(chunk, count)
+    finally:
+        if collecting:
+            gc.enable()
     return LogSummary(reader.summary, reader.lines, reader.malformed)
 
 
-def _batches(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
-    """Lists of whole, non-empty lines (without their newline) in the next `limit` bytes
-    (None: to the end), with how many lines were skipped (too long to keep, or empty);
+def _batches(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
+    """Whole, non-empty lines in the next `limit` bytes (None: to the end), joined by
+    newlines, with how many there are and how many were skipped (too long to keep, or empty);
     memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted
     without being split one by one (a gzip of newlines costs what its size says)."""
     remaining = limit
@@ -211,33 +223,30 @@ def _batches(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[list[by
                 continue
             block, skipping = block[cut + 1 :], False
         last = block.rfind(b"\n")
-        blank = 0
-        lines: list[bytes]
+        chunk, count, blank = b"", 0, 0
         if last < 0:
-            lines, carry = [], carry + block
+            carry += block
         else:
-            lines, blank = _nonblank(carry + block[:last])
+            chunk, count, blank = _nonblank(carry + block[:last])
             carry = block[last + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping, blank = b"", True, blank + 1
-        yield lines, blank
+        yield chunk, count, blank
     if carry and not skipping:
-        yield [carry], 0
+        yield carry, 1, 0
 
 
 _BLANKS = b"\n\n"
 
 
-def _nonblank(chunk: bytes) -> tuple[list[bytes], int]:
-    """The non-empty lines of `chunk` (lines joined by newlines), and how many were empty."""
+def _nonblank(chunk: bytes) -> tuple[bytes, int, int]:
+    """`chunk` (lines joined by newlines) without its empty lines, how many lines are left,
+    and how many were empty."""
     total = chunk.count(b"\n") + 1
     if _BLANKS in chunk:
         import re
 
         chunk = re.sub(rb"\n\n+", b"\n", chunk)
-    lines = chunk.split(b"\n")
-    if lines and not lines[0]:
-        lines.pop(0)
-    if lines and not lines[-1]:
-        lines.pop()
-    return lines, total - len(lines)
+    chunk = chunk.strip(b"\n")
+    count = chunk.count(b"\n") + 1 if chunk else 0
+    return chunk, count, total - count

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
 from bisect import insort
+from collections import Counter
+from operator import itemgetter
 
-from domain.histogram import Histogram
+from domain.histogram import Histogram, add_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -31,6 +34,15 @@ def outcome_of(rc: int) -> str:
 
 
 _COMMON = {0: "success", 1: "failure", 124: "timeout", 137: "signal", 143: "signal"}
+
+_STARTED = itemgetter(0)
+_RC = itemgetter(1)
+_DURATION = itemgetter(2)
+_OUTCOME = itemgetter(3)
+
+
+def _END(row: tuple[float, int, int, str]) -> float:
+    return row[0] + row[2] / 1000
 
 
 class Aggregate:
@@ -97,7 +109,7 @@ class Aggregate:
             self.attempts_max = max(self.attempts_max, attempts)
         elif not self.attempts_max:
             self.attempts_max = 1
-        duration = (end - first) * 1000 if end > first else 0.0
+        duration = round((end - first) * 1000) if end > first else 0
         self.durations.add(duration)
         if self.last_run is None or first >= self.last_run:
             self.last_run, self.last_rc, self.last_duration = first, rc, duration / 1000
@@ -106,9 +118,50 @@ class Aggregate:
                 self.last_success = end
         elif self.last_failure is None or end > self.last_failure:
             self.last_failure, self.last_failure_rc = end, rc
-        if len(self.recent) < RECENT or first >= self.recent[0][0]:
-            insort(self.recent, (first, outcome))
-            del self.recent[:-RECENT]
+        self._remember(first, outcome)
+
+    def add_singles(self, rows: list[tuple[float, int, int, str]]) -> None:
+        """Count runs of one attempt each, given as (started, rc, duration_ms, outcome):
+        what `attempt` and `add` would count for each, in a few passes over them all."""
+        count = len(rows)
+        self.runs += count
+        self.attempts += count
+        self.attempts_max = max(self.attempts_max, 1)
+        for outcome, times in Counter(map(_OUTCOME, rows)).items():
+            self.outcomes[outcome] += times
+            self.attempt_outcomes[outcome] += times
+        codes = self.codes
+        for rc, times in Counter(map(_RC, rows)).items():
+            codes[rc] = codes.get(rc, 0) + times
+        add_all(list(map(_DURATION, rows)), self.durations, self.attempt_durations)
+        started, rc, duration, _ = max(reversed(rows), key=_STARTED)
+        if self.last_run is None or started >= self.last_run:
+            self.last_run, self.last_rc, self.last_duration = started, rc, duration / 1000
+        success = max(
+            (at + took / 1000 for at, _, took, how in rows if how == "success"), default=None
+        )
+        if success is not None and (self.last_success is None or success > self.last_success):
+            self.last_success = success
+        failures = [row for row in rows if row[3] != "success"]
+        if failures:
+            at, rc, took, _ = max(failures, key=_END)
+            if self.last_failure is None or at + took / 1000 > self.last_failure:
+                self.last_failure, self.last_failure_rc = at + took / 1000, rc
+        latest = [(at, how) for at, _, _, how in heapq.nlargest(RECENT, rows, key=_STARTED)]
+        self.recent = sorted(self.recent + latest)[-RECENT:]
+
+    def _remember(self, first: float, outcome: str) -> None:
+        """Keep the run in `recent` if it is among the latest: up to twice RECENT are kept,
+        so that the list is cut once in RECENT runs, not every time."""
+        recent = self.recent
+        if not recent or first >= recent[-1][0]:
+            recent.append((first, outcome))
+        elif len(recent) < RECENT or first >= recent[-RECENT][0]:
+            insort(recent, (first, outcome))
+        else:
+            return
+        if len(recent) >= 2 * RECENT:
+            del recent[:-RECENT]
 
     def merge(self, other: Aggregate) -> None:
         self.runs += other.runs
@@ -149,6 +202,7 @@ class Aggregate:
     def state(self) -> dict[str, object]:
         """A plain form for the checkpoint (see `from_state`)."""
         found: dict[str, object] = {name: getattr(self, name) for name in _PLAIN}
+        found["recent"] = self.recent[-RECENT:]
         found["codes"] = sorted(self.codes.items())
         found["durations"] = self.durations.state()
         found["attempt_durations"] = self.attempt_durations.state()

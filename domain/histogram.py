@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from functools import lru_cache
+from collections import Counter
+from functools import partial
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ LE_SECONDS = (
     60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400,
 )  # fmt: skip
 """Upper bounds (seconds) of the exported buckets: jobs from milliseconds to a day; +Inf after."""
-_LE_MS = tuple(bound * 1000 for bound in LE_SECONDS)
+_LE_MS = tuple(round(bound * 1000) for bound in LE_SECONDS)
 FINE_MAX = 2000
 """More fine buckets than any duration a log line may hold (10**13 ms) needs."""
 
@@ -28,41 +29,77 @@ class Histogram:
     """Counts of durations (milliseconds): fine geometric buckets, and the exported ones.
 
     `buckets[i]` counts the durations of fine bucket i (a list, grown as needed: at
-    most about 1,500 for the longest duration a log line may hold). `le` holds one
-    count per bound of LE_SECONDS, then one for +Inf (not cumulative).
+    most FINE_MAX). `le` holds one count per bound of LE_SECONDS, then one for +Inf (not
+    cumulative). Durations added wait in a list and are counted into buckets together
+    when the histogram is next read: a million lines cost C-level passes, not a
+    million calls.
     """
 
-    __slots__ = ("buckets", "count", "le", "maximum", "total")
+    __slots__ = ("_buckets", "_count", "_le", "_maximum", "_total", "pending")
 
     def __init__(self) -> None:
-        self.buckets: list[int] = []
-        self.le = [0] * (len(LE_SECONDS) + 1)
-        self.count = 0
-        self.total = 0.0
-        self.maximum = 0.0
+        self._buckets: list[int] = []
+        self._le = [0] * (len(LE_SECONDS) + 1)
+        self._count = 0
+        self._total = 0.0
+        self._maximum = 0.0
+        self.pending: list[int] = []
+        """Durations added and not yet counted (see `add`)."""
 
-    def add(self, value: float) -> None:
-        index, le = _buckets(value)
-        buckets = self.buckets
-        if index >= len(buckets):
-            buckets.extend([0] * (index + 1 - len(buckets)))
-        buckets[index] += 1
-        self.le[le] += 1
-        self.count += 1
-        self.total += value
-        self.maximum = max(self.maximum, value)
+    def add(self, value: int) -> None:
+        """Count a duration of whole milliseconds."""
+        self.pending.append(value)
+
+    def settle(self) -> None:
+        """Count the pending durations into the buckets (reading it does so too)."""
+        if self.pending:
+            values, self.pending = self.pending, []
+            _Placed(values).into(self)
+
+    def __getstate__(self) -> list[object]:
+        """For pickling (a stats worker's result): counted, not pending."""
+        return self.state()
+
+    def __setstate__(self, state: list[Any]) -> None:
+        self.pending = []
+        self._buckets, self._le, self._count, self._total, self._maximum = state
+
+    @property
+    def buckets(self) -> list[int]:
+        self.settle()
+        return self._buckets
+
+    @property
+    def le(self) -> list[int]:
+        self.settle()
+        return self._le
+
+    @property
+    def count(self) -> int:
+        self.settle()
+        return self._count
+
+    @property
+    def total(self) -> float:
+        self.settle()
+        return self._total
+
+    @property
+    def maximum(self) -> float:
+        self.settle()
+        return self._maximum
 
     def merge(self, other: Histogram) -> None:
-        mine, theirs = self.buckets, other.buckets
+        mine, theirs = self._buckets, other.buckets
         if len(theirs) > len(mine):
             mine.extend([0] * (len(theirs) - len(mine)))
         for index, count in enumerate(theirs):
             if count:
                 mine[index] += count
-        self.le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
-        self.count += other.count
-        self.total += other.total
-        self.maximum = max(self.maximum, other.maximum)
+        self._le = [mine + theirs for mine, theirs in zip(self._le, other.le, strict=True)]
+        self._count += other.count
+        self._total += other.total
+        self._maximum = max(self._maximum, other.maximum)
 
     def quantile(self, q: float) -> float:
         """The value below which a fraction `q` of the durations lie (0 when empty)."""
@@ -93,14 +130,49 @@ class Histogram:
     def from_state(cls, state: list[Any]) -> Histogram:
         buckets, le, count, total, maximum = state
         made = cls()
-        made.buckets = [int(c) for c in buckets]
-        made.le = [int(c) for c in le]
-        if len(made.buckets) > FINE_MAX:
+        made._buckets = [int(c) for c in buckets]
+        made._le = [int(c) for c in le]
+        if len(made._buckets) > FINE_MAX:
             raise ValueError("too many histogram buckets")
-        if len(made.le) != len(LE_SECONDS) + 1:
+        if len(made._le) != len(LE_SECONDS) + 1:
             raise ValueError("histogram buckets do not match")
-        made.count, made.total, made.maximum = int(count), float(total), float(maximum)
+        made._count, made._total, made._maximum = int(count), float(total), float(maximum)
         return made
+
+
+def add_all(values: list[int], *histograms: Histogram) -> None:
+    """Count the same durations (whole milliseconds) into each histogram, placing each
+    distinct one in its buckets once."""
+    if values:
+        placed = _Placed(values)
+        for histogram in histograms:
+            histogram.settle()
+            placed.into(histogram)
+
+
+class _Placed:
+    """Durations placed in their buckets: counts by fine bucket and by exported one."""
+
+    def __init__(self, values: list[int]) -> None:
+        self.count = len(values)
+        self.total = sum(values)
+        self.maximum = max(values)
+        seen = Counter(values)  # durations repeat: each distinct one is placed once
+        lengths, times = list(seen), list(seen.values())
+        self.fine = list(zip(map(partial(bisect_left, _FINE), lengths), times, strict=True))
+        self.le = list(zip(map(partial(bisect_left, _LE_MS), lengths), times, strict=True))
+
+    def into(self, histogram: Histogram) -> None:
+        histogram._count += self.count
+        histogram._total += self.total
+        histogram._maximum = max(histogram._maximum, self.maximum)
+        buckets, le = histogram._buckets, histogram._le
+        for index, count in self.fine:
+            if index >= len(buckets):
+                buckets.extend([0] * (index + 1 - len(buckets)))
+            buckets[index] += count
+        for index, count in self.le:
+            le[index] += count
 
 
 def _le(seconds: float) -> str:
@@ -108,8 +180,6 @@ def _le(seconds: float) -> str:
     return repr(float(seconds))
 
 
-@lru_cache(maxsize=1 << 16)
-def _buckets(value: float) -> tuple[int, int]:
-    """The fine bucket of `value` and its exported one (remembered: durations repeat a lot)."""
-    fine = math.ceil(math.log(value) / _LOG_RATIO) if value > 1 else 0
-    return fine, bisect_left(_LE_MS, value)
+_FINE = [math.floor(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
+"""The largest whole number of milliseconds in each fine bucket: a duration goes into the
+first that holds it (the last holds everything longer). Whole numbers compare faster."""

@@ -8,7 +8,7 @@ checkpoint can carry it from one `stats` to the next.
 
 from __future__ import annotations
 
-from domain.aggregate import OUTCOMES, Aggregate
+from domain.aggregate import OUTCOMES, Aggregate, outcome_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -104,9 +104,40 @@ class Summary:
     def __init__(self, since: float | None = None) -> None:
         self.since = since
         self.open: dict[str, Run] = {}
-        self.by_key: dict[str, Aggregate] = {}
+        self._by_key: dict[str, Aggregate] = {}
+        self._singles: dict[str, list[tuple[float, int, int, str]]] = {}
+        """Runs of one attempt not yet counted into their aggregate, by key: (started, rc,
+        duration_ms, outcome). Most runs are one attempt, and a log holds millions: they
+        are counted together (`Aggregate.add_singles`) when the aggregates are next read."""
         self.newest = 0.0
         """When the latest attempt seen started: the log's own clock."""
+
+    @property
+    def by_key(self) -> dict[str, Aggregate]:
+        """The aggregates, every run added so far counted."""
+        self.settle()
+        return self._by_key
+
+    @by_key.setter
+    def by_key(self, aggregates: dict[str, Aggregate]) -> None:
+        self.settle()
+        self._by_key = aggregates
+
+    def settle(self) -> None:
+        """Count what waits to be counted: runs of one attempt, and durations (reading the
+        summary does so too; a long read does it now and then, to bound its memory)."""
+        if self._singles:
+            singles, self._singles = self._singles, {}
+            for key, rows in singles.items():
+                self._aggregate(key).add_singles(rows)
+        for aggregate in self._by_key.values():
+            aggregate.durations.settle()
+            aggregate.attempt_durations.settle()
+
+    def __getstate__(self) -> dict[str, object]:
+        """For pickling (a stats worker's result): counted, not pending."""
+        self.settle()
+        return self.__dict__
 
     def add(
         self,
@@ -123,20 +154,24 @@ class Summary:
         if started > self.newest:  # noqa: PLR1730 - max() costs more, once a line
             self.newest = started
         counted = self.since is None or started >= self.since
+        run = self.open.get(run_id)
+        if run is None and attempt == 1 and not waits:  # a run of one attempt: most are
+            if counted:
+                rows = self._singles.get(key)
+                if rows is None:
+                    rows = self._singles[key] = []
+                rows.append(
+                    (started, rc, duration_ms, outcome or _OUTCOME.get(rc) or outcome_of(rc))
+                )
+            return
         if counted:
             self._aggregate(key).attempt(rc, duration_ms, outcome)
-        run = self.open.get(run_id)
         if run is None:
-            if attempt == 1 and not waits:
-                if counted:
-                    end = started + duration_ms / 1000
-                    self._aggregate(key).add(rc, 1, started, end, outcome)
-                return
             run = self.open[run_id] = Run(key, started, attempt)
         run.add(started, attempt, rc, duration_ms, waits, outcome)
         if run.whole:
             del self.open[run_id]
-            self._count(run, self.by_key)
+            self._count(run, self._by_key)
 
     def merge(self, other: Summary) -> None:
         """Fold in a summary of a later part of the same log."""
@@ -151,7 +186,7 @@ class Summary:
             mine.absorb(run)
             if mine.whole:
                 del self.open[run_id]
-                self._count(mine, self.by_key)
+                self._count(mine, self._by_key)
 
     def finished(self) -> dict[str, Aggregate]:
         """Copies of the aggregates with the runs never seen to end (a killed runner) counted
@@ -201,7 +236,10 @@ class Summary:
             aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
 
     def _aggregate(self, key: str) -> Aggregate:
-        aggregate = self.by_key.get(key)
+        aggregate = self._by_key.get(key)
         if aggregate is None:
-            aggregate = self.by_key[key] = Aggregate()
+            aggregate = self._by_key[key] = Aggregate()
         return aggregate
+
+
+_OUTCOME = {rc: outcome_of(rc) for rc in range(256)}

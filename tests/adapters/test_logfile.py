@@ -185,10 +185,10 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(
     seen: list[int] = []
     real = logfile._batches
 
-    def watched(handle: BinaryIO, limit: int | None) -> Iterator[tuple[list[bytes], int]]:
-        for lines, overlong in real(handle, limit):
-            seen.append(sum(map(len, lines)))
-            yield lines, overlong
+    def watched(handle: BinaryIO, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
+        for chunk, count, overlong in real(handle, limit):
+            seen.append(len(chunk))
+            yield chunk, count, overlong
 
     monkeypatch.setattr(logfile, "_batches", watched)
     found = logfile.summarize(str(log), "cmd", None, watch)

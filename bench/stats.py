@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""`stats` on a log as the runner writes it over months, and DuckDB on the same log.
+
+    python3 bench/stats.py [--lines N] [--reps N]
+
+The log is written with the runner's own encoder: a distinct run id per run, one to
+three attempts (the failed ones followed by `delay_ms`), forty commands (some run
+under `--name`), every timestamp distinct, durations spread from a millisecond to two
+hours, timeouts and signals among the failures. Figures: the first read (no
+checkpoint) and its peak RSS; DuckDB's `read_json` and `GROUP BY` over the same file,
+interleaved with it, when the `duckdb` module is installed (an optional benchmark
+dependency, never the runner's); a repeat after 1,000 new lines with 10,000 distinct
+commands in the history, against `run -- true`; and how long SIGTERM takes to end a
+stats, at moments sampled across a whole first read.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adapters.jsonl import attempt_line  # noqa: E402 - after the path is set
+from domain.attempts import AttemptRecord  # noqa: E402
+
+RUNNER = str(ROOT / "runner.py")
+MiB = 1024 * 1024
+START = 1_780_000_000.0  # June 2026: the log spans the months before the benchmark
+
+COMMANDS = [
+    ["/opt/jobs/backup.sh", "--db", "orders"],
+    ["/opt/jobs/backup.sh", "--db", "users"],
+    ["rsync", "-a", "--delete", "/srv/data/", "backup01:/data/"],
+    ["curl", "-fsS", "--max-time", "10", "https://status.internal/health"],
+    ["/usr/local/bin/report", "--format", "csv", "--to", "ops@example.com"],
+    ["pg_dump", "-Fc", "-f", "/var/backups/app.dump", "app"],
+    ["python3", "/opt/etl/load.py", "--since", "yesterday"],
+    ["certbot", "renew", "--quiet"],
+    ["/opt/deploy/release.sh", "web"],
+    ["find", "/var/tmp", "-mtime", "+7", "-delete"],
+]
+"""Ten programs; each is run with four argument sets (40 commands)."""
+NAMES = ["nightly-backup", "health-check", "etl-load", None, None, None]
+
+
+def realistic_log(path: Path, lines: int, seed: int = 7) -> int:
+    """Write about `lines` attempt lines as the runner would over months; return how many."""
+    rng = random.Random(seed)
+    commands = [[*base, f"--shard={n}"] for base in COMMANDS for n in range(4)]
+    named = {tuple(cmd): NAMES[n % len(NAMES)] for n, cmd in enumerate(commands)}
+    gap = 180 * 86400 / lines  # seconds between two runs' starts, on average
+    now, written = START, 0
+    longest = math.log(2 * 3600 * 1000)
+    with path.open("wb") as log:
+        while written < lines:
+            cmd = rng.choice(commands)
+            name = named[tuple(cmd)]
+            run_id = f"{rng.getrandbits(64):016x}"
+            attempts = rng.choices((1, 2, 3), weights=(70, 20, 10))[0]
+            started = now
+            for attempt in range(1, attempts + 1):
+                duration = int(math.exp(rng.uniform(0, longest)))
+                last = attempt == attempts
+                rc, timed_out, signum = _outcome(rng, fails=not last or rng.random() < 0.1)
+                delay = None if last else int(1000 * 2 ** (attempt - 1) * rng.uniform(0.5, 1.5))
+                record = AttemptRecord(
+                    started, cmd, attempt, rc, duration, run_id, name, delay, None, timed_out
+                )
+                record.signal = signum
+                log.write(attempt_line(record))
+                written += 1
+                started += duration / 1000 + (delay or 0) / 1000 + 0.001
+            now += rng.expovariate(1 / gap) + 0.001
+    return written
+
+
+def _outcome(rng: random.Random, *, fails: bool) -> tuple[int, bool, int | None]:
+    """rc, timed out, signal: mostly exit 1, some timeouts and kills."""
+    if not fails:
+        return 0, False, None
+    kind = rng.random()
+    if kind < 0.1:
+        return 124, True, None
+    if kind < 0.15:
+        return 128 + signal.SIGKILL, False, signal.SIGKILL
+    return rng.choice((1, 1, 1, 2, 75)), False, None
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one run."""
+    began = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    took = time.perf_counter() - began
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        assert process.stderr is not None
+        raise SystemExit(f"bench: {argv[2:]} failed: {process.stderr.read().decode()}")
+    return took, usage.ru_maxrss / 1024
+
+
+def duckdb_query(log: Path) -> float | None:
+    """Seconds DuckDB takes for the same question, in a fresh process; None without it."""
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return None
+    query = f"""
+        SELECT cmd, count(DISTINCT run_id) AS runs, count(*) AS attempts,
+               sum(CASE WHEN rc = 0 THEN 1 ELSE 0 END) AS ok,
+               quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q, max(ts) AS last
+        FROM read_json('{log}', format = 'newline_delimited')
+        GROUP BY cmd
+    """
+    script = f"import duckdb; duckdb.sql({query!r}).fetchall()"
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", script], check=True)
+    return time.perf_counter() - began
+
+
+def first_read(log: Path, reps: int, env: dict[str, str]) -> dict[str, Any]:
+    """`stats --json` with no checkpoint, and DuckDB, interleaved."""
+    checkpoint = log.parent / ".runs.jsonl.stats-cmd.json"
+    ours, rss, theirs = [], [], []
+    for _ in range(reps):
+        checkpoint.unlink(missing_ok=True)
+        took, peak = spawn([sys.executable, RUNNER, "stats", "--json"], env)
+        ours.append(took)
+        rss.append(peak)
+        duck = duckdb_query(log)
+        if duck is not None:
+            theirs.append(duck)
+    found: dict[str, Any] = {
+        "first_read_s": statistics.median(ours),
+        "first_read_rss_mib": max(rss),
+        "first_read_target_s": 2.5,
+        "rss_target_mib": 64,
+    }
+    if theirs:
+        found["duckdb_s"] = statistics.median(theirs)
+        found["duckdb_ratio"] = found["first_read_s"] / found["duckdb_s"]
+    return found
+
+
+def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -> dict[str, Any]:
+    """stats -q --prometheus (the cron recipe) after 1,000 new lines, over a history with
+    `commands` distinct command lines, against the start-up of `run -- true`."""
+    log = home / "runs.jsonl"
+    with log.open("ab") as handle:
+        for n in range(commands):
+            record = AttemptRecord(START + 200 * 86400 + n, ["echo", f"{n}"], 1, 0, 3, f"d{n}")
+            handle.write(attempt_line(record))
+    prom = home / "runner.prom"
+    cron = [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(prom)]
+    spawn(cron, env)
+    ours, floor = [], []
+    for rep in range(reps):
+        with log.open("ab") as handle:
+            for n in range(1000):
+                at = START + 201 * 86400 + rep * 1000 + n
+                cmd = COMMANDS[n % len(COMMANDS)]
+                handle.write(attempt_line(AttemptRecord(at, cmd, 1, 0, 3, f"n{rep}-{n}")))
+        ours.append(spawn(cron, env)[0])
+        floor.append(spawn([sys.executable, RUNNER, "run", "--", "true"], env)[0])
+    return {
+        "repeat_commands": commands,
+        "repeat_new_lines": 1000,
+        "repeat_ms": statistics.median(ours) * 1000,
+        "run_start_up_ms": statistics.median(floor) * 1000,
+        "repeat_ratio": statistics.median(ours) / statistics.median(floor),
+        "repeat_target_ratio": 1.5,
+        "checkpoint_kib": (home / ".runs.jsonl.stats-cmd.json").stat().st_size / 1024,
+    }
+
+
+def signal_latency(log: Path, env: dict[str, str], whole_s: float, moments: int) -> float:
+    """The longest time from SIGTERM to the end of a first read, over `moments` moments
+    spread across it."""
+    checkpoint = log.parent / ".runs.jsonl.stats-cmd.json"
+    longest = 0.0
+    for k in range(moments):
+        checkpoint.unlink(missing_ok=True)
+        process = subprocess.Popen(
+            [sys.executable, RUNNER, "stats", "-q"], env=env, stderr=subprocess.DEVNULL
+        )
+        time.sleep(whole_s * k / moments)
+        if process.poll() is not None:
+            continue
+        sent = time.perf_counter()
+        process.send_signal(signal.SIGTERM)
+        process.wait()
+        longest = max(longest, time.perf_counter() - sent)
+    return longest
+
+
+def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> dict[str, Any]:
+    home = scratch / "stats-home"
+    home.mkdir(exist_ok=True)
+    log = home / "runs.jsonl"
+    written = realistic_log(log, lines)
+    local = {**env, "RUNNER_HOME": str(home)}
+    found: dict[str, Any] = {"lines": written, "log_mib": log.stat().st_size / MiB}
+    found.update(first_read(log, reps, local))
+    found["sigterm_longest_s"] = signal_latency(
+        log, local, found["first_read_s"], 4 if reps == 1 else 12
+    )
+    found.update(repeat(home, 3 if reps == 1 else 21, local))
+    return found
+
+
+def main() -> int:
+    import argparse
+    import json
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="stats on a realistic log, and DuckDB.")
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--reps", type=int, default=5)
+    options = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="runner-bench-stats-"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    print(json.dumps(bench_stats(options.lines, options.reps, env, scratch), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

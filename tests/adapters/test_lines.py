@@ -1,0 +1,150 @@
+"""The fast reader for the runner's own line form reads every line as json.loads would."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.jsonl import attempt_line
+from adapters.lines import RUNNER_LINE, LineReader, _decode
+from domain.attempts import AttemptRecord
+from domain.stats import Summary
+
+words = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+    ["true", "-c", "echo $HOME", "\x1b[2J", "\\", '"', "\u2028", "\ud800"]
+)
+
+records = st.builds(
+    AttemptRecord,
+    started=st.floats(min_value=0, max_value=4e9, allow_nan=False),
+    cmd=st.lists(words, min_size=1, max_size=4),
+    attempt=st.integers(min_value=1, max_value=5),
+    rc=st.integers(min_value=0, max_value=255),
+    duration_ms=st.integers(min_value=0, max_value=10**9),
+    run_id=st.sampled_from(["a", "b", "c", "0123456789abcdef"]),
+    name=st.none() | words,
+    delay_ms=st.none() | st.integers(min_value=0, max_value=10**6),
+    token=st.none() | st.integers(min_value=1, max_value=10**6),
+    timed_out=st.booleans(),
+    signal=st.none() | st.sampled_from([9, 15, 64]),
+)
+
+
+def by_json(lines: list[bytes], by: str) -> LineReader:
+    """The reference: every line decoded by the json module."""
+    reader = LineReader(Summary(), by)
+    reader.lines = len(lines)
+    for line in lines:
+        reader._record(_decode(line))
+    return reader
+
+
+def by_feed(lines: list[bytes], by: str) -> LineReader:
+    reader = LineReader(Summary(), by)
+    reader.feed(b"\n".join(lines), len(lines))
+    return reader
+
+
+def same(first: LineReader, second: LineReader) -> None:
+    assert (first.lines, first.malformed) == (second.lines, second.malformed)
+    assert first.summary.state() == second.summary.state()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(records, min_size=1, max_size=12), st.sampled_from(["cmd", "name"]))
+def test_every_line_the_runner_writes_is_read_fast_and_as_json_reads_it(
+    attempts: list[AttemptRecord], by: str
+) -> None:
+    lines = [attempt_line(attempt).rstrip(b"\n") for attempt in attempts]
+    assert all(RUNNER_LINE.fullmatch(line) for line in lines)
+    same(by_feed(lines, by), by_json(lines, by))
+
+
+PIECES = [
+    *(b"", b'"', b"\\", b",", b"}", b"]", b"0", b"-", b" ", b"\x00", b"\xff", b"1e3", b"\\u0041"),
+    *(b',"rc":1', b',"name":"x"', b',"delay_ms":5', b'"cmd":[1]', b"null", b"\n"),
+]
+"""What an edit puts in: quotes, escapes, structure, numbers, keys again, bytes not UTF-8."""
+
+MEMBER = re.compile(rb',"(?:name|delay_ms|token|timed_out|signal|ping_failed)":[^,}]*')
+"""An optional member: lines written before it existed lack it."""
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(records, min_size=1, max_size=6), st.data(), st.sampled_from(["cmd", "name"]))
+def test_a_hostile_edit_of_a_runner_line_is_read_as_json_reads_it(
+    attempts: list[AttemptRecord], data: st.DataObject, by: str
+) -> None:
+    """Cut, spliced or duplicated keys, bad numbers, members left out, bytes that are not
+    UTF-8: whatever the fast pattern takes, json.loads takes the same way; the rest is left
+    to json.loads. Edits land where they matter: at a value's start or end."""
+    text = b"\n".join(attempt_line(attempt).rstrip(b"\n") for attempt in attempts)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+        members = [(m.start(), m.end()) for m in MEMBER.finditer(text)]
+        drop: bool = data.draw(st.booleans())
+        if members and drop:
+            start, end = data.draw(st.sampled_from(members))
+            text = text[:start] + text[end:]
+            continue
+        places = [m.end() for m in re.finditer(rb'[:,\[{"]|[0-9]', text)] + [len(text)]
+        at = data.draw(st.sampled_from(places))
+        cut = data.draw(st.integers(min_value=0, max_value=2))
+        text = text[:at] + data.draw(st.sampled_from(PIECES)) + text[at + cut :]
+    if lines := [line for line in text.split(b"\n") if line]:
+        same(by_feed(lines, by), by_json(lines, by))
+
+
+LINE = attempt_line(AttemptRecord(1e9, ["job"], 1, 143, 5, "r", "n", 100, 7, signal=15)).rstrip(
+    b"\n"
+)
+HOSTILE = [
+    (b'"attempt":1,', b'"attempt":01,'),
+    (b'"rc":143,', b'"rc":-0,'),
+    (b'"rc":143,', b'"rc":143.0,'),
+    (b'"duration_ms":5,', b'"duration_ms":5e0,'),
+    (b'"rc":143,', b'"rc":-1,'),
+    (b'"run_id":"r"', b'"run_id":"\\u0072"'),
+    (b'"run_id":"r"', b'"run_id":"r","rc":1'),
+    (b'"signal":"TERM"', b'"signal":""'),
+    (b'"signal":"TERM"', b'"signal":null'),
+    (b'"signal":"TERM"', b'"signal":"TE\x7fRM"'),
+    (b',"signal":"TERM"', b""),
+    (b'"name":"n"', b'"name":5'),
+    (b'"name":"n"', b'"name":"\x01"'),
+    (b'"name":"n"', b'"name":"\xff"'),
+    (b'"cmd":["job"]', b'"cmd":[1]'),
+    (b'"cmd":["job"]', b'"cmd":[]'),
+    (b'"cmd":["job"]', b'"cmd":["job",]'),
+    (b'"cmd":["job"]', b'"cmd":["j\\x"]'),
+    (b"}", b"} "),
+    (b"}", b"}\r"),
+    (b'{"ts":"', b'{ "ts":"'),
+    (b'"ts":"2001', b'"ts":"\\u0032001'),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), HOSTILE)
+@pytest.mark.parametrize("by", ["cmd", "name"])
+def test_each_hostile_variant_is_read_as_json_reads_it(old: bytes, new: bytes, by: str) -> None:
+    assert old in LINE
+    lines = [LINE, LINE.replace(old, new, 1)]
+    same(by_feed(lines, by), by_json(lines, by))
+
+
+def test_lines_in_other_forms_beside_runner_lines_are_read_in_order() -> None:
+    """An attempt written by hand (spaces, another key order) between the runner's own lines
+    of the same run: the run is whole, its attempts in order."""
+    first = attempt_line(AttemptRecord(1e9, ["job"], 1, 1, 5, "r", None, 100)).rstrip(b"\n")
+    second = json.dumps(
+        {"run_id": "r", "ts": "2001-09-09T01:46:41+00:00", "cmd": ["job"], "attempt": 2}
+        | {"rc": 0, "duration_ms": 5}
+    ).encode()
+    lines = [first, second]
+    reader = by_feed(lines, "cmd")
+    same(reader, by_json(lines, "cmd"))
+    job = reader.summary.finished()["job"]
+    assert (job.runs, job.attempts, job.outcomes["success"]) == (1, 2, 1)
