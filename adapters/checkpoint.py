@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from adapters.signals import SignalWatch
 
-VERSION = 6
+VERSION = 7
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""

@@ -6,6 +6,7 @@ import math
 from bisect import bisect_left
 from collections import Counter
 from functools import partial
+from itertools import accumulate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class Histogram:
 
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
-        return self.state()
+        return [self.buckets, self.le, self.count, self.total, self.maximum]
 
     def __setstate__(self, state: list[Any]) -> None:
         self.pending = []
@@ -116,28 +117,33 @@ class Histogram:
 
     def cumulative(self) -> list[tuple[str, int]]:
         """(le, count of durations at or below it) for each bound and +Inf, as Prometheus wants."""
-        pairs, running = [], 0
-        for bound, count in zip((*map(_le, LE_SECONDS), "+Inf"), self.le, strict=True):
-            running += count
-            pairs.append((bound, running))
-        return pairs
+        return list(zip(_LE_TEXT, accumulate(self.le), strict=True))
 
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`)."""
-        return [self.buckets, self.le, self.count, self.total, self.maximum]
+        buckets = self.buckets
+        first = next((index for index, count in enumerate(buckets) if count), len(buckets))
+        return [first, buckets[first:], self.le, self.count, self.total, self.maximum]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> Histogram:
-        buckets, le, count, total, maximum = state
-        made = cls()
-        made._buckets = [int(c) for c in buckets]
-        made._le = [int(c) for c in le]
-        if len(made._buckets) > FINE_MAX:
-            raise ValueError("too many histogram buckets")
-        if len(made._le) != len(LE_SECONDS) + 1:
+        """The histogram `state` describes; ValueError if it does not hold together. The
+        fine buckets are kept from the first that is not empty."""
+        first, buckets, le, count, total, maximum = state
+        if not (_counts([first]) and _counts(buckets) and _counts(le)):
+            raise ValueError("histogram counts")
+        if first + len(buckets) > FINE_MAX or len(le) != len(LE_SECONDS) + 1:
             raise ValueError("histogram buckets do not match")
+        made = cls()
+        made._buckets = [0] * first + buckets
+        made._le = le
         made._count, made._total, made._maximum = int(count), float(total), float(maximum)
         return made
+
+
+def _counts(values: list[Any]) -> bool:
+    """Whether `values` is a list of whole numbers, none below zero (in C-level passes)."""
+    return type(values) is list and set(map(type, values)) <= {int} and min(values, default=0) >= 0
 
 
 def add_all(values: list[int], *histograms: Histogram) -> None:
@@ -178,6 +184,10 @@ class _Placed:
 def _le(seconds: float) -> str:
     """As the Prometheus client libraries write bounds: 1.0, 0.005, 86400.0."""
     return repr(float(seconds))
+
+
+_LE_TEXT = (*map(_le, LE_SECONDS), "+Inf")
+"""The exported bounds as the Prometheus client libraries write them."""
 
 
 _FINE = [math.floor(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]

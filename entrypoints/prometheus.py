@@ -204,16 +204,18 @@ def _window(
 
 
 class _Text:
-    """Exposition-format lines, with the label escaping Prometheus requires."""
+    """Exposition-format lines, with the label escaping Prometheus requires. The labels of
+    a series are escaped once and used for each of its samples."""
 
     def __init__(self, by: str, constant: tuple[tuple[str, str], ...] = ()) -> None:
         self.by = by
-        self.constant = constant
+        self.constant = ",".join(f'{key}="{_escape(text)}"' for key, text in constant)
         self.lines: list[str] = []
+        self._bases: dict[str, str] = {}
 
     def plain(self, name: str, value: float) -> None:
         """A sample with the constant labels alone."""
-        pairs = ",".join(f'{key}="{_escape(text)}"' for key, text in self.constant)
+        pairs = self.constant
         self.lines.append(f"{name}{{{pairs}}} {value}" if pairs else f"{name} {value}")
 
     def family(self, name: str, kind: str, help_text: str) -> None:
@@ -223,14 +225,24 @@ class _Text:
         self.lines.append(f"{name}{self.labels(label, **extra)} {_number(value)}")
 
     def histogram(self, name: str, label: str, hist: Histogram) -> None:
-        for le, count in hist.cumulative():
-            self.lines.append(f"{name}_bucket{self.labels(label, le=le)} {count}")
-        self.lines.append(f"{name}_sum{self.labels(label)} {_number(hist.total / 1000)}")
-        self.lines.append(f"{name}_count{self.labels(label)} {hist.count}")
+        base = self._base(label)
+        self.lines += [
+            f'{name}_bucket{{{base},le="{le}"}} {count}' for le, count in hist.cumulative()
+        ]
+        self.lines.append(f"{name}_sum{{{base}}} {_number(hist.total / 1000)}")
+        self.lines.append(f"{name}_count{{{base}}} {hist.count}")
 
     def labels(self, label: str, **extra: str) -> str:
-        pairs = [*self.constant, (self.by, label), *extra.items()]
-        return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs) + "}"
+        more = "".join(f',{key}="{_escape(value)}"' for key, value in extra.items())
+        return "{" + self._base(label) + more + "}"
+
+    def _base(self, label: str) -> str:
+        """The constant labels and the series' own, escaped (once per series)."""
+        base = self._bases.get(label)
+        if base is None:
+            own = f'{self.by}="{_escape(label)}"'
+            base = self._bases[label] = f"{self.constant},{own}" if self.constant else own
+        return base
 
 
 def _number(value: float) -> str:

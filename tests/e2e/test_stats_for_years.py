@@ -62,7 +62,7 @@ def checkpoint(lab: Lab) -> Path:
 
 
 GOOD = {
-    "version": 6,
+    "version": 7,
     "by": "cmd",
     "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
     "lines": 0,
