@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left
 from collections import Counter
 from functools import partial
-from itertools import accumulate
+from itertools import accumulate, compress, count
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 BUCKET_RATIO = 1.02
@@ -31,15 +33,21 @@ class Histogram:
 
     `buckets[i]` counts the durations of fine bucket i (a list, grown as needed: at
     most FINE_MAX). `le` holds one count per bound of LE_SECONDS, then one for +Inf (not
-    cumulative). Durations added wait in a list and are counted into buckets together
-    when the histogram is next read: a million lines cost C-level passes, not a
-    million calls.
+    cumulative). Durations added wait in a list and are counted together when the
+    histogram is next read: a million lines cost C-level passes, not a million calls.
+
+    The fine buckets of a histogram loaded from a checkpoint stay in their saved text
+    (`packed`) until something reads them (a table's quantiles); what is counted in the
+    meantime waits beside it as (bucket, count) pairs (`delta`), saved with it. So a
+    `stats` that reads a few new lines and exports neither decodes nor encodes them.
     """
 
-    __slots__ = ("_buckets", "_count", "_le", "_maximum", "_total", "pending")
+    __slots__ = ("_buckets", "_count", "_delta", "_le", "_maximum", "_packed", "_total", "pending")
 
     def __init__(self) -> None:
         self._buckets: list[int] = []
+        self._packed: str | None = None
+        self._delta: dict[int, int] = {}
         self._le = [0] * (len(LE_SECONDS) + 1)
         self._count = 0
         self._total = 0.0
@@ -57,17 +65,39 @@ class Histogram:
             values, self.pending = self.pending, []
             _Placed(values).into(self)
 
+    def _fine(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Add (fine bucket, count) pairs: beside the saved text while there is one."""
+        if self._packed is not None:
+            delta = self._delta
+            for index, times in pairs:
+                delta[index] = delta.get(index, 0) + times
+            return
+        buckets = self._buckets
+        for index, times in pairs:
+            if index >= len(buckets):
+                buckets.extend([0] * (index + 1 - len(buckets)))
+            buckets[index] += times
+
+    def _unpack(self) -> None:
+        if self._packed is not None:
+            first, _, counts = self._packed.partition(":")
+            self._buckets = [0] * int(first) + (list(map(int, counts.split(","))) if counts else [])
+            self._packed, delta = None, self._delta
+            self._delta = {}
+            self._fine(delta.items())
+
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
         return [self.buckets, self.le, self.count, self.total, self.maximum]
 
     def __setstate__(self, state: list[Any]) -> None:
-        self.pending = []
+        self.pending, self._packed, self._delta = [], None, {}
         self._buckets, self._le, self._count, self._total, self._maximum = state
 
     @property
     def buckets(self) -> list[int]:
         self.settle()
+        self._unpack()
         return self._buckets
 
     @property
@@ -91,13 +121,9 @@ class Histogram:
         return self._maximum
 
     def merge(self, other: Histogram) -> None:
-        mine, theirs = self._buckets, other.buckets
-        if len(theirs) > len(mine):
-            mine.extend([0] * (len(theirs) - len(mine)))
-        for index, count in enumerate(theirs):
-            if count:
-                mine[index] += count
-        self._le = [mine + theirs for mine, theirs in zip(self._le, other.le, strict=True)]
+        theirs = other.buckets
+        self._fine(zip(compress(count(), theirs), filter(None, theirs), strict=True))
+        self._le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
         self._count += other.count
         self._total += other.total
         self._maximum = max(self._maximum, other.maximum)
@@ -108,8 +134,8 @@ class Histogram:
             return 0.0
         rank = max(1, math.ceil(q * self.count))
         seen = 0
-        for index, count in enumerate(self.buckets):
-            seen += count
+        for index, times in enumerate(self.buckets):
+            seen += times
             if seen >= rank:
                 middle = BUCKET_RATIO ** (index - 0.5) if index else 1.0
                 return min(middle, self.maximum)
@@ -120,25 +146,46 @@ class Histogram:
         return list(zip(_LE_TEXT, accumulate(self.le), strict=True))
 
     def state(self) -> list[object]:
-        """A plain form for the checkpoint (see `from_state`)."""
-        buckets = self.buckets
-        first = next((index for index, count in enumerate(buckets) if count), len(buckets))
-        return [first, buckets[first:], self.le, self.count, self.total, self.maximum]
+        """A plain form for the checkpoint (see `from_state`). The fine buckets are text,
+        `FIRST:COUNT,COUNT,…` from the first that is not empty (text loads and saves far
+        faster than a list of numbers), then what was counted beside it since."""
+        self.settle()
+        if self._packed is None or len(self._delta) > DELTA_MAX:
+            buckets = self.buckets
+            first = next((index for index, times in enumerate(buckets) if times), len(buckets))
+            self._packed = f"{first}:" + ",".join(map(str, buckets[first:]))
+            self._buckets = []
+        delta = sorted(self._delta.items())
+        return [self._packed, delta, self._le, self._count, self._total, self._maximum]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> Histogram:
-        """The histogram `state` describes; ValueError if it does not hold together. The
-        fine buckets are kept from the first that is not empty."""
-        first, buckets, le, count, total, maximum = state
-        if not (_counts([first]) and _counts(buckets) and _counts(le)):
+        """The histogram `state` describes; ValueError if it does not hold together."""
+        packed, delta, le, total_count, total, maximum = state
+        if not (type(packed) is str and _PACKED.fullmatch(packed) and _counts(le)):
             raise ValueError("histogram counts")
-        if first + len(buckets) > FINE_MAX or len(le) != len(LE_SECONDS) + 1:
+        first, _, counts = packed.partition(":")
+        if int(first) + counts.count(",") + 1 > FINE_MAX or len(le) != len(LE_SECONDS) + 1:
             raise ValueError("histogram buckets do not match")
+        if type(delta) is not list or len(delta) > DELTA_MAX:
+            raise ValueError("histogram delta")
+        pairs = dict(map(tuple, delta))
+        if not (_counts(list(pairs)) and _counts(list(pairs.values()))) or any(
+            index >= FINE_MAX for index in pairs
+        ):
+            raise ValueError("histogram delta")
         made = cls()
-        made._buckets = [0] * first + buckets
-        made._le = le
-        made._count, made._total, made._maximum = int(count), float(total), float(maximum)
+        made._packed, made._delta, made._le = packed, pairs, le
+        made._count, made._total, made._maximum = int(total_count), float(total), float(maximum)
         return made
+
+
+DELTA_MAX = 256
+"""Fine buckets counted beside the saved text at most: past that, it is written anew."""
+
+
+_PACKED = re.compile(r"[0-9]{1,4}:(?:[0-9]{1,18}(?:,[0-9]{1,18})*)?")
+"""Fine buckets as saved: the first one's index, then counts (ASCII digits alone)."""
 
 
 def _counts(values: list[Any]) -> bool:
@@ -172,13 +219,10 @@ class _Placed:
         histogram._count += self.count
         histogram._total += self.total
         histogram._maximum = max(histogram._maximum, self.maximum)
-        buckets, le = histogram._buckets, histogram._le
-        for index, count in self.fine:
-            if index >= len(buckets):
-                buckets.extend([0] * (index + 1 - len(buckets)))
-            buckets[index] += count
-        for index, count in self.le:
-            le[index] += count
+        histogram._fine(self.fine)
+        le = histogram._le
+        for index, times in self.le:
+            le[index] += times
 
 
 def _le(seconds: float) -> str:

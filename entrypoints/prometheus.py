@@ -169,13 +169,10 @@ GAUGES = (
 def _counters(out: _Text, items: list[tuple[str, Aggregate]]) -> None:
     out.family("runner_runs_total", "counter", "Runs that ended, by outcome (whole history).")
     for label, group in items:
-        for outcome in OUTCOMES:
-            out.sample("runner_runs_total", label, group.outcomes[outcome], outcome=outcome)
+        out.outcomes("runner_runs_total", label, group.outcomes)
     out.family("runner_attempts_total", "counter", "Attempts, by outcome (whole history).")
     for label, group in items:
-        for outcome in OUTCOMES:
-            count = group.attempt_outcomes[outcome]
-            out.sample("runner_attempts_total", label, count, outcome=outcome)
+        out.outcomes("runner_attempts_total", label, group.attempt_outcomes)
     out.family("runner_retried_runs_total", "counter", "Runs that needed more than one attempt.")
     for label, group in items:
         out.sample("runner_retried_runs_total", label, group.retried)
@@ -222,7 +219,15 @@ class _Text:
         self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
 
     def sample(self, name: str, label: str, value: float, **extra: str) -> None:
-        self.lines.append(f"{name}{self.labels(label, **extra)} {_number(value)}")
+        more = "".join(f',{key}="{_escape(text)}"' for key, text in extra.items())
+        self.lines.append(f"{name}{{{self._base(label)}{more}}} {_number(value)}")
+
+    def outcomes(self, name: str, label: str, counts: dict[str, int]) -> None:
+        """One sample per outcome (counts are whole numbers; outcomes need no escaping)."""
+        base = self._base(label)
+        self.lines += [
+            f'{name}{{{base},outcome="{outcome}"}} {counts[outcome]}' for outcome in OUTCOMES
+        ]
 
     def histogram(self, name: str, label: str, hist: Histogram) -> None:
         base = self._base(label)
@@ -231,10 +236,6 @@ class _Text:
         ]
         self.lines.append(f"{name}_sum{{{base}}} {_number(hist.total / 1000)}")
         self.lines.append(f"{name}_count{{{base}}} {hist.count}")
-
-    def labels(self, label: str, **extra: str) -> str:
-        more = "".join(f',{key}="{_escape(value)}"' for key, value in extra.items())
-        return "{" + self._base(label) + more + "}"
 
     def _base(self, label: str) -> str:
         """The constant labels and the series' own, escaped (once per series)."""
@@ -246,6 +247,8 @@ class _Text:
 
 
 def _number(value: float) -> str:
+    if type(value) is int:
+        return str(value)
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 

@@ -171,3 +171,65 @@ def test_prometheus_buckets_are_cumulative_and_end_at_inf() -> None:
     assert dict(pairs)["5.0"] == 4
     assert pairs[-1] == ("+Inf", 5)
     assert [count for _, count in pairs] == sorted(count for _, count in pairs)
+
+
+def _twin(values: list[int]) -> Histogram:
+    made = Histogram()
+    for value in values:
+        made.add(value)
+    return made
+
+
+durations = st.lists(st.integers(min_value=0, max_value=10**13), max_size=30)
+
+
+def figures(histogram: Histogram) -> tuple[object, ...]:
+    buckets = histogram.buckets
+    trimmed = buckets[: max((i + 1 for i, n in enumerate(buckets) if n), default=0)]
+    return (trimmed, histogram.le, histogram.count, histogram.total, histogram.maximum)
+
+
+def saved(histogram: Histogram) -> Histogram:
+    return Histogram.from_state(json.loads(json.dumps(histogram.state())))
+
+
+@given(durations, durations, durations)
+def test_a_histogram_saved_and_loaded_goes_on_as_one_never_saved(
+    before: list[int], after: list[int], other: list[int]
+) -> None:
+    """Its fine buckets stay packed until needed, with what is counted since beside them:
+    adding to it, merging into it, saving it again and merging it elsewhere count every
+    duration once, as in a histogram that was never saved."""
+    whole = _twin(before + after + other)
+    loaded = saved(_twin(before))
+    for value in after:
+        loaded.add(value)
+    loaded.merge(_twin(other))
+    again = saved(loaded)
+    assert (again.le, again.count) == (whole.le, whole.count)  # before the fine buckets
+    assert figures(again) == figures(whole)
+    assert again.quantile(0.5) == whole.quantile(0.5)
+    elsewhere = _twin([])
+    elsewhere.merge(saved(whole))
+    assert figures(elsewhere) == figures(whole)
+
+
+def test_a_saved_histogram_is_written_anew_once_its_delta_is_large() -> None:
+    spread = [round(1.03**power) for power in range(300, 700)]  # 400 fine buckets
+    loaded = saved(_twin([5]))
+    for value in spread:
+        loaded.add(value)
+    _, delta, *_ = loaded.state()
+    assert delta == []
+    assert figures(saved(loaded)) == figures(_twin([5, *spread]))
+
+
+@pytest.mark.parametrize(
+    "packed",
+    ["", "x", "1:2,", "1:-2", "1: 2", "99999:1", "0:" + ",".join(["1"] * 2001), "1:٣"],
+)
+def test_a_histogram_state_that_does_not_hold_together_is_refused(packed: str) -> None:
+    state = Histogram().state()
+    state[0] = packed
+    with pytest.raises(ValueError, match="histogram"):
+        Histogram.from_state(state)
