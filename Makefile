@@ -27,8 +27,9 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench:
-	$(PYTHON) bench/run.py
+bench: $(VENV)/.installed
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	$(BIN)/python bench/run.py
 
 # dist/runner.pyz: the standard-library runner as one file (the same bytes on every build).
 dist:

@@ -201,72 +201,6 @@ def _quiet(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def bench_stats(lines: int, reps: int, env: dict[str, str]) -> dict[str, Any]:
-    """`stats` over a log of `lines` attempts: runs of four commands, a third with retries."""
-    home = Path(tempfile.mkdtemp(prefix="bench-stats-"))
-    log = home / "runs.jsonl"
-    commands = [
-        '["/opt/jobs/sync.sh","--fast"]',
-        '["backup","--all"]',
-        '["deploy","app"]',
-        '["true"]',
-    ]
-    with log.open("w") as handle:
-        written, run = 0, 0
-        while written < lines:
-            run += 1
-            cmd = commands[run % 4]
-            attempts = 1 + (run % 3 == 0) * 2
-            for attempt in range(1, attempts + 1):
-                last = attempt == attempts
-                rc = 0 if last and run % 5 else 1
-                delay = "" if last else f',"delay_ms":{1000 * attempt}'
-                handle.write(
-                    f'{{"ts":"2026-11-29T10:{run // 60 % 60:02d}:{run % 60:02d}.000+00:00",'
-                    f'"cmd":{cmd},"attempt":{attempt},"rc":{rc},"duration_ms":{run % 5000},'
-                    f'"run_id":"{run:016x}"{delay}}}\n'
-                )
-                written += 1
-    local = {**env, "RUNNER_HOME": str(home)}
-    checkpoint = home / ".runs.jsonl.stats-cmd.json"
-    runs = []
-    for _ in range(reps):
-        checkpoint.unlink(missing_ok=True)
-        runs.append(spawn(runner("stats", "--json"), local))
-    repeat = _repeat_stats(log, local, 3 if reps == 1 else 21)
-    return {
-        "lines": written,
-        "log_mib": log.stat().st_size / MiB,
-        "median_s": statistics.median(seconds for seconds, _, _ in runs),
-        "peak_rss_mib": max(peak for _, _, peak in runs),
-        "target_s": 3,
-        **repeat,
-    }
-
-
-def _repeat_stats(log: Path, env: dict[str, str], reps: int) -> dict[str, float]:
-    """stats -q --prometheus again (the cron recipe) after 1,000 new lines: the
-    checkpoint's case, against the start-up of `run -- true`, interleaved."""
-    with log.open("rb") as handle:
-        handle.seek(max(0, log.stat().st_size - 400_000))
-        tail = handle.read().splitlines(keepends=True)[-1000:]
-    prom = log.parent / "runner.prom"
-    spawn(runner("stats", "-q", "--prometheus", str(prom)), env)
-    repeat, floor = [], []
-    for n in range(reps):
-        with log.open("ab") as handle:
-            handle.write(b"".join(x.replace(b'"run_id":"', b'"run_id":"%d-' % n) for x in tail))
-        repeat.append(spawn(runner("stats", "-q", "--prometheus", str(prom)), env)[0])
-        floor.append(spawn(runner("run", "--", "true"), env)[0])
-    return {
-        "repeat_new_lines": len(tail),
-        "repeat_ms": statistics.median(repeat) * 1000,
-        "run_start_up_ms": statistics.median(floor) * 1000,
-        "repeat_ratio": statistics.median(repeat) / statistics.median(floor),
-        "repeat_target_ratio": 1.5,
-    }
-
-
 def _fill_log(path: Path, size: int) -> None:
     line = b'{"ts":"2026-01-01T00:00:00.000+00:00","cmd":["true"],"attempt":1,"rc":0}\n'
     block = line * (MiB // len(line))
@@ -375,17 +309,9 @@ def table(results: dict[str, Any]) -> list[str]:
             "same",
         ),
     ]
-    sa = results["stats"]
-    rows += [
-        (f"stats over {sa['lines']:,} lines", f"{sa['median_s']:.2f} s", "< 3 s"),
-        (
-            f"stats -q --prometheus again, {sa['repeat_new_lines']:,} new lines",
-            f"{sa['repeat_ms']:.1f} ms",
-            "",
-        ),
-        ("  ... / run -- true start-up", f"{sa['repeat_ratio']:.2f}x", "<= 1.5x"),
-        ("stats peak RSS (largest process)", f"{sa['peak_rss_mib']:.1f} MiB", ""),
-    ]
+    from stats import rows as stats_rows
+
+    rows += stats_rows(results["stats"])
     cap = results["capture"]
     rows.append(
         (
@@ -464,7 +390,9 @@ def main() -> int:
     results["state"] = bench_state(
         1000 if quick else 100_000, 10 * MiB if quick else 1024 * MiB, 3 if quick else 21, env
     )
-    results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 3, env)
+    from stats import bench_stats
+
+    results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 5, env, scratch)
     from capture import bench_capture
 
     results["capture"] = bench_capture(10 * MiB if quick else 2048 * MiB, 2 if quick else 5, env)

@@ -218,6 +218,49 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     return found
 
 
+def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The figures as rows of metric, value, target (for bench/run.py's table)."""
+    table = [
+        (
+            f"stats first read, {found['lines']:,} realistic lines ({found['log_mib']:.0f} MiB)",
+            f"{found['first_read_s']:.2f} s",
+            f"<= {found['first_read_target_s']} s",
+        ),
+        (
+            "... its peak RSS (largest process)",
+            f"{found['first_read_rss_mib']:.1f} MiB",
+            f"<= {found['rss_target_mib']} MiB",
+        ),
+    ]
+    if "duckdb_s" in found:
+        table.append(
+            (
+                "... DuckDB read_json + GROUP BY, same log",
+                f"{found['duckdb_s']:.2f} s ({found['duckdb_ratio']:.1f}x)",
+                "",
+            )
+        )
+    table += [
+        (
+            "... SIGTERM to exit, worst of sampled moments",
+            f"{found['sigterm_longest_s']:.3f} s",
+            "< 1 s",
+        ),
+        (
+            f"stats -q --prometheus again, {found['repeat_new_lines']:,} new lines, "
+            f"{found['repeat_commands']:,} more commands",
+            f"{found['repeat_ms']:.1f} ms",
+            "",
+        ),
+        (
+            "... / run -- true start-up",
+            f"{found['repeat_ratio']:.2f}x",
+            f"<= {found['repeat_target_ratio']}x",
+        ),
+    ]
+    return table
+
+
 def main() -> int:
     import argparse
     import json

@@ -36,6 +36,7 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     assert figures["capture"]["left_behind"] == []
     assert figures["sweep"]["rc"] == 124
     assert figures["stats"]["lines"] == 20_000
+    assert figures["stats"]["repeat_commands"] == 10_000
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
     assert b"runner / floor" in result.stdout
