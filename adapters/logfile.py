@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
+import stat
 from itertools import pairwise
 
 from adapters.lines import LineReader
@@ -104,8 +106,10 @@ def summarize(
     A signal that ends the run raises Interrupted between two batches.
     """
     if isinstance(log, str):
-        fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
             return summarize(fd, by, since, watch, workers, start, end)
         finally:
             os.close(fd)

@@ -195,3 +195,14 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(
     assert found.malformed == 1
     assert sum(group.runs for group in found.summary.finished().values()) == 4
     assert max(seen) < (1 << 16) + (1 << 12)
+
+
+def test_a_fifo_in_the_log_s_place_is_refused_without_blocking(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Checked on the open descriptor, not before opening: one put in the log's place
+    after a check of its path can never block the read."""
+    fifo = tmp_path / "runs.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        logfile.summarize(str(fifo), "cmd", None, watch)
