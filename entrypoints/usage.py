@@ -6,7 +6,7 @@ import os
 
 from entrypoints.invocation import ACTIONS, ALLOWED
 
-VERSION = "0.4.0"
+VERSION = "0.5.0"
 
 SUBCOMMANDS = {
     "run": (
