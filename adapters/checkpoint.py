@@ -38,8 +38,7 @@ SIZE_MAX = 32 << 20
 bounded)."""
 KEYS_MAX = 200
 """Commands or names a checkpoint keeps apart (as many as the export's labels); the others
-are kept together as OTHER, so its size does not grow with every distinct command line."""
-OTHER = "(other)"
+are kept together as `(other)`, so its size does not grow with every distinct command line."""
 OPEN_MAX = 100_000
 """Open runs a checkpoint keeps (the latest): more means runners killed in the thousands,
 and each costs the next stats' start."""
@@ -138,33 +137,9 @@ class Checkpoint:
         write_atomically(self.path, data, 0o600, durable=False)
 
     def bound(self, total: LogSummary) -> None:
-        """Keep KEYS_MAX keys apart at most: the exported ones first, then the busiest; the
-        rest together under OTHER. Keep the OPEN_MAX latest open runs at most."""
-        opened = total.summary.open
-        if len(opened) > OPEN_MAX:
-            latest = sorted(opened.items(), key=lambda item: item[1].last_end)[-OPEN_MAX:]
-            total.summary.open = dict(latest)
-        by_key = total.summary.by_key
-        if len(by_key) <= KEYS_MAX:
-            return
-        kept = [key for key in self.series if key in by_key][:KEYS_MAX]
-        busiest = sorted(by_key, key=lambda key: by_key[key].runs, reverse=True)
-        for key in busiest:
-            if len(kept) >= KEYS_MAX - 1:
-                break
-            if key not in kept and key != OTHER:
-                kept.append(key)
-        other = by_key.pop(OTHER, None)
-        folded = {key: by_key[key] for key in kept}
-        for key, aggregate in by_key.items():
-            if key not in folded:
-                if other is None:
-                    other = aggregate
-                else:
-                    other.merge(aggregate)
-        if other is not None:
-            folded[OTHER] = other
-        total.summary.by_key = folded
+        """Keep KEYS_MAX keys apart at most, the exported ones first, and OPEN_MAX open runs
+        (see Summary.bound): the checkpoint's size does not grow with the log."""
+        total.summary.bound(self.series, KEYS_MAX, OPEN_MAX)
 
     def _resume(
         self,

@@ -209,6 +209,28 @@ class Summary:
         their runner is gone."""
         self.open = {rid: run for rid, run in self.open.items() if run.last_end >= epoch}
 
+    def bound(self, first: list[str], keys: int, runs: int) -> None:
+        """Keep `keys` keys apart at most: those of `first` that are here (the ones already
+        exported), then the busiest; the rest are counted together under OTHER. Keep the
+        `runs` open runs that ended last, at most."""
+        if len(self.open) > runs:
+            latest = sorted(self.open.items(), key=lambda item: item[1].last_end)[-runs:]
+            self.open = dict(latest)
+        by_key = self.by_key
+        if len(by_key) <= keys:
+            return
+        kept = [key for key in first if key in by_key][:keys]
+        for key in sorted(by_key, key=lambda key: by_key[key].runs, reverse=True):
+            if len(kept) >= keys - 1:
+                break
+            if key not in kept and key != OTHER:
+                kept.append(key)
+        other = by_key.pop(OTHER, None) or Aggregate()
+        bounded = {key: by_key.pop(key) for key in kept}
+        for aggregate in by_key.values():
+            other.merge(aggregate)
+        self._by_key = {**bounded, OTHER: other}
+
     def state(self) -> dict[str, object]:
         return {
             "keys": {key: aggregate.state() for key, aggregate in self.by_key.items()},
@@ -243,3 +265,6 @@ class Summary:
 
 
 _OUTCOME = {rc: outcome_of(rc) for rc in range(256)}
+
+OTHER = "(other)"
+"""The key under which the commands or names kept apart no longer are counted together."""

@@ -14,6 +14,7 @@ choice never changes from one export to the next.
 from __future__ import annotations
 
 from domain.aggregate import OUTCOMES, Aggregate
+from domain.stats import OTHER
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from domain.stats import Summary
 
 MAX_SERIES = 200
-OTHER = "(other)"
 
 
 def label_of(key: str, by: str) -> str:

@@ -233,3 +233,23 @@ def test_a_histogram_state_that_does_not_hold_together_is_refused(packed: str) -
     state[0] = packed
     with pytest.raises(ValueError, match="histogram"):
         Histogram.from_state(state)
+
+
+def test_bound_keeps_the_exported_keys_then_the_busiest_and_the_rest_together() -> None:
+    """The exported key stays apart even when quiet; the busiest fill the rest; every
+    other run is counted under (other), none lost. The latest open runs are kept."""
+    s = Summary()
+    for n, (key, runs) in enumerate(
+        [("quiet", 1), ("busy", 9), ("mid", 5), ("low", 2), ("one", 1)]
+    ):
+        for r in range(runs):
+            attempt(s, f"{key}{r}", key, n * 10 + r, 1, 0, 5, False)
+    for r in range(4):
+        attempt(s, f"open{r}", "busy", 100 + r, 1, 1, 5, True)
+    s.bound(["quiet", "gone"], 3, 2)
+    groups = s.finished()
+    assert sorted(groups) == ["(other)", "busy", "quiet"]
+    assert (groups["quiet"].runs, groups["(other)"].runs) == (1, 5 + 2 + 1)
+    assert sorted(s.open) == ["open2", "open3"]
+    s.bound(["quiet"], 3, 2)  # bounded already: nothing moves
+    assert s.finished()["(other)"].runs == 8
