@@ -2,7 +2,7 @@
 pattern, any other line by the json module, with the same result.
 
 The runner writes every line in one form: its keys in a fixed order, no spaces, ASCII
-only. `RUNNER_LINE` matches exactly that form, for a whole batch at once, far faster
+only. `RUNNER_LINE_PATTERN` matches exactly that form, for a whole batch at once, far faster
 than decoding JSON; what it matches, `json.loads` reads the same way (a property test
 holds the two together). A batch where any line is in another form (a hand-written
 line, another writer's, a hostile one) is read line by line, each line the fast way
@@ -31,7 +31,7 @@ _PLAIN = rb'"[ !#-\[\]-~]*+"'
 """A JSON string of printable ASCII, with no escape: its bytes are its text."""
 _INT = rb"-?+(?:0|[1-9][0-9]*+)"
 
-RUNNER_LINE = re.compile(
+RUNNER_LINE_PATTERN = (
     rb'^\{"ts":"([ !#-\[\]-~]*+)"'
     rb',"cmd":(\[(?:' + _STRING + rb"(?:," + _STRING + rb")*+)?\])"
     rb',"attempt":(' + _INT + rb'),"rc":(' + _INT + rb")"
@@ -41,13 +41,26 @@ RUNNER_LINE = re.compile(
     rb'(?:,"token":' + _INT + rb")?"
     rb'(?:,"timed_out":(true|false))?'
     rb'(?:,"signal":(' + _PLAIN + rb"|null))?"
-    rb'(?:,"ping_failed":(?:true|false))?\}$',
-    re.MULTILINE,
+    rb'(?:,"ping_failed":(?:true|false))?\}$'
 )
 """One line in the runner's own form (possessive quantifiers: nothing is tried twice).
 Groups: ts, cmd (an array of strings), attempt, rc, duration_ms, run_id, name
 (quoted, or empty when absent), the delay_ms member (empty when absent), timed_out,
 signal (quoted or null)."""
+
+FAST_FROM = 500
+"""Lines in a batch from which the pattern is used: compiling it costs what reading about
+a thousand lines with `json` does (a `stats` that reads a few new lines never compiles it)."""
+
+_compiled: list[re.Pattern[bytes]] = []
+
+
+def runner_line() -> re.Pattern[bytes]:
+    """RUNNER_LINE_PATTERN, compiled once (with `^` and `$` at each line)."""
+    if not _compiled:
+        _compiled.append(re.compile(RUNNER_LINE_PATTERN, re.MULTILINE))
+    return _compiled[0]
+
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 _parse_ts = datetime.fromisoformat
@@ -74,9 +87,10 @@ _BROKEN = (
 class LineReader:
     """Decodes batches of lines into `summary`, counting the lines and the malformed ones."""
 
-    def __init__(self, summary: Summary, by: str) -> None:
+    def __init__(self, summary: Summary, by: str, fast_from: int = FAST_FROM) -> None:
         self.summary = summary
         self.by = by
+        self.fast_from = fast_from
         self.lines = 0
         self.malformed = 0
         self._keys: dict[bytes, str] = {}
@@ -89,7 +103,8 @@ class LineReader:
         """Decode `count` non-empty lines joined by newlines: in one go when all are in the
         runner's form, else one at a time."""
         self.lines += count
-        rows = RUNNER_LINE.findall(chunk)
+        pattern = runner_line() if count >= self.fast_from else None
+        rows = [] if pattern is None else pattern.findall(chunk)
         if len(rows) == count:
             self._rows(rows)
             return
@@ -103,7 +118,7 @@ class LineReader:
                     self._record(record)
                 return
         for line in chunk.split(b"\n"):
-            found = RUNNER_LINE.match(line)
+            found = None if pattern is None else pattern.match(line)
             if found is not None and found.end() == len(line):
                 self._rows([found.groups()])
             else:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.jsonl import attempt_line
-from adapters.lines import RUNNER_LINE, LineReader, _decode
+from adapters.lines import LineReader, _decode, runner_line
 from domain.attempts import AttemptRecord
 from domain.stats import Summary
 
@@ -44,7 +44,8 @@ def by_json(lines: list[bytes], by: str) -> LineReader:
 
 
 def by_feed(lines: list[bytes], by: str) -> LineReader:
-    reader = LineReader(Summary(), by)
+    """The reader, with the pattern used for a batch of any size."""
+    reader = LineReader(Summary(), by, fast_from=1)
     reader.feed(b"\n".join(lines), len(lines))
     return reader
 
@@ -60,7 +61,7 @@ def test_every_line_the_runner_writes_is_read_fast_and_as_json_reads_it(
     attempts: list[AttemptRecord], by: str
 ) -> None:
     lines = [attempt_line(attempt).rstrip(b"\n") for attempt in attempts]
-    assert all(RUNNER_LINE.fullmatch(line) for line in lines)
+    assert all(runner_line().fullmatch(line) for line in lines)
     same(by_feed(lines, by), by_json(lines, by))
 
 
