@@ -145,7 +145,9 @@ class LineReader:
                 if key is None or (by_name and cmd not in arrays):
                     key = self._key(cmd, name)
                 started = _parse_ts(ts.decode()).timestamp()
-                attempt, rc, duration = int(attempt_text), int(rc_text), int(duration_text)
+                attempt = 1 if attempt_text == b"1" else int(attempt_text)
+                rc = 0 if rc_text == b"0" else int(rc_text)
+                duration = int(duration_text)
             except _BROKEN:
                 self.malformed += 1
                 continue
