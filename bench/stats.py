@@ -224,6 +224,9 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     found["sigterm_longest_s"] = signal_latency(
         log, local, found["first_read_s"], 4 if reps == 1 else 12
     )
+    plain = repeat(home, 3 if reps == 1 else 21, local, commands=0)
+    found["repeat_plain_ms"] = plain["repeat_ms"]
+    found["repeat_plain_ratio"] = plain["repeat_ratio"]
     found.update(repeat(home, 3 if reps == 1 else 21, local))
     return found
 
