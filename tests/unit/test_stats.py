@@ -253,3 +253,16 @@ def test_bound_keeps_the_exported_keys_then_the_busiest_and_the_rest_together() 
     assert sorted(s.open) == ["open2", "open3"]
     s.bound(["quiet"], 3, 2)  # bounded already: nothing moves
     assert s.finished()["(other)"].runs == 8
+
+
+@given(st.text(alphabet="0123456789,:x ", max_size=40))
+def test_saved_fine_buckets_are_checked_so_that_decoding_them_cannot_fail(text: str) -> None:
+    """What the cheap check takes decodes; what the full pattern takes, it takes too."""
+    from domain.histogram import _PACKED, _packed
+
+    if _PACKED.fullmatch(text):
+        assert _packed(text)
+    if _packed(text):
+        first, _, counts = text.partition(":")
+        int(first)
+        list(map(int, counts.split(","))) if counts else []
