@@ -160,7 +160,8 @@ class Checkpoint:
         same = (info.st_dev, info.st_ino) == (saved["dev"], saved["ino"])
         if same and head == saved["head"] and end >= offset:
             return offset
-        behind = unread(self.log, saved["head"], info)  # type: ignore[arg-type]
+        known = saved["head"]
+        behind = unread(self.log, known if isinstance(known, str) else None, info)
         if behind is None and saved["head"] is not None:
             warn(
                 f"{self.log} was rotated and its old part was not found beside it; "

@@ -112,9 +112,9 @@ def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def duckdb_query(log: Path) -> tuple[float, float] | None:
     """Seconds DuckDB takes for the same question in a fresh process, whole and the query
     alone (after `import duckdb`); None without the module."""
-    try:
-        import duckdb  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("duckdb") is None:
         return None
     query = f"""
         SELECT cmd, count(DISTINCT run_id) AS runs, count(*) AS attempts,

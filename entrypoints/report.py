@@ -134,13 +134,19 @@ def table(rows: list[dict[str, object]], by: str, width: int, colour: bool = Fal
         text = "  ".join([shorten(key, key_width).ljust(key_width), *_fit(line, widths)])
         strip = line[-1] if columns[-1][0] == "history" else ""
         if colour and strip:
-            text = text[: -len(strip)] + _coloured(row["history"])  # type: ignore[arg-type]
+            text = text[: -len(strip)] + _coloured(_outcomes(row))
         lines.append(text)
     return [line.rstrip() for line in lines]
 
 
 def _coloured(history: list[str]) -> str:
     return "".join(f"\033[{COLOURS[o]}m{'x' if o == 'failure' else '■'}\033[0m" for o in history)
+
+
+def _outcomes(row: dict[str, object]) -> list[str]:
+    """A row's history: its latest outcomes, oldest first."""
+    history = row["history"]
+    return [str(outcome) for outcome in history] if isinstance(history, list) else []
 
 
 def _fit(cells: list[str], widths: list[int]) -> list[str]:
@@ -154,9 +160,10 @@ def _cell(row: dict[str, object], field: str) -> str:
     if field == "timed_out":
         return f"{value}/{row['attempts_timed_out']}"
     if field == "exit_codes":
-        return " ".join(f"{rc}:{n}" for rc, n in row["exit_codes"].items())  # type: ignore[attr-defined]
+        codes = row["exit_codes"]
+        return " ".join(f"{rc}:{n}" for rc, n in codes.items()) if isinstance(codes, dict) else ""
     if field == "history":
-        return "".join(STRIP[outcome] for outcome in row["history"])  # type: ignore[attr-defined]
+        return "".join(STRIP[outcome] for outcome in _outcomes(row))
     if field == "success_rate":
         return f"{float(str(value)) * 100:.1f}"
     if field.startswith(("duration_", "attempt_")):
