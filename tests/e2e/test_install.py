@@ -118,6 +118,7 @@ def test_the_version_is_that_of_runner_py(installed: Path) -> None:
         ],
         capture_output=True,
         check=True,
+        cwd=installed,  # not a checkout, where a build's leftover egg-info would answer
     )
     assert metadata.stdout == here.stdout
 

@@ -13,12 +13,15 @@ import pytest
 from adapters.jsonl import attempt_line
 from domain.attempts import AttemptRecord
 from tests.e2e.conftest import RUNNER, Lab
-from tests.procs import children_of, group_members, lock_held_elsewhere, wait_for
+from tests.procs import catches, children_of, group_members, lock_held_elsewhere, wait_for
 
 MOMENTS = [k / 16 for k in range(16)] + [0.9, 0.95, 0.97, 0.99]
-"""When a signal is sent, as fractions of how long the same stats takes uninterrupted:
-sampled moments, not waits for an event, so that every stage of a stats (imports, lock,
-checkpoint load, workers reading, export, checkpoint save, answer) is hit by some."""
+"""When a signal is sent, as fractions of how long the same stats takes uninterrupted
+once its handlers are in place: sampled moments, not waits for an event, so that every
+stage of a stats (lock, checkpoint load, workers reading, export, checkpoint save,
+answer) is hit by some. Before its handlers are in place, Python itself is starting:
+SIGINT then makes it fail to start (exit 1, "Fatal Python error"), which no program
+can change."""
 
 LONGEST = 3.0
 """Seconds from the signal to the end that the test accepts: a loaded machine's margin over
@@ -42,7 +45,8 @@ def fill(lab: Lab) -> None:
 
 
 def start(lab: Lab) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    """A stats, returned once it catches SIGTERM (its handlers are in place) or has ended."""
+    stats = subprocess.Popen(
         [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(lab.tmp / "runner.prom")],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -51,10 +55,16 @@ def start(lab: Lab) -> subprocess.Popen[bytes]:
         start_new_session=True,
     )
 
+    def ready() -> bool:
+        return catches(stats.pid, signal.SIGTERM) or stats.poll() is not None
+
+    wait_for(ready, timeout=60, what="stats' signal handlers")
+    return stats
+
 
 def ended_by(process: subprocess.Popen[bytes], signum: int) -> bool:
-    """Whether it ended on `signum`: 128+N, or by the signal itself (the runner does so on
-    SIGINT; and so does any Python killed before its handlers are in place)."""
+    """Whether it ended on `signum`: 128+N, or by the signal itself (as the runner does on
+    SIGINT)."""
     return process.returncode in (128 + signum, -signum)
 
 

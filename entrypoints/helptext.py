@@ -1,0 +1,275 @@
+"""The help's words: each subcommand's synopsis and summary, each option's line, the exit
+codes each can give (rendered by `usage.py`, loaded only for help)."""
+
+from __future__ import annotations
+
+SUBCOMMANDS = {
+    "run": (
+        "run [OPTIONS] [--] CMD [ARG...]",
+        "Run CMD (never through a shell): end it when it hangs, retry it when it fails,\n"
+        "and exit with its code. Each attempt is one line of <home>/runs.jsonl.",
+    ),
+    "apply": (
+        "apply [OPTIONS] [--dry-run] NAME [-- CMD [ARG...]]",
+        "Apply NAME once: under a lock, skip it if marked, else run the command and mark\n"
+        "it on success. The command is $RUNNER_APPLY_COMMAND NAME (default:\n"
+        "/opt/fixtures/pyops/bin/apply.sh NAME) unless one follows --.\n"
+        "NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.",
+    ),
+    "stats": (
+        "stats [OPTIONS]",
+        "Summarize the attempt log: one row per command (or apply name).",
+    ),
+    "applied": ("applied [OPTIONS]", "List what has been applied."),
+    "forget": (
+        "forget [OPTIONS] NAME",
+        "Forget that NAME was applied, under apply's lock, so that it runs again.",
+    ),
+    "locks": (
+        "locks [OPTIONS]",
+        "Show the locks held now: what each holder runs, where, its pid, since when, the\n"
+        "lock's fencing token and, for a lease, when it expires.",
+    ),
+    "setup": (
+        "setup --state URL [--schema NAME] [--grant ROLE]...",
+        "Create the schema and the state tables, and grant each ROLE exactly what the\n"
+        "runner needs there (run it once as a role that may create them).",
+    ),
+}
+
+SUMMARIES = {
+    "run": "run a command: timeout, retries with backoff, signals passed on",
+    "apply": "apply a named step once, under a lock, marked on success",
+    "stats": "summarize the attempt log (a table, JSON, or Prometheus text)",
+    "applied": "list what has been applied",
+    "forget": "forget a step, so that its next apply runs again",
+    "locks": "show who holds which lock, on this host or across the fleet",
+    "setup": "create the PostgreSQL tables and grant a runtime role its rights",
+}
+
+OPTIONS = {
+    "--timeout": (
+        "DURATION",
+        "end an attempt after this long: the --signal to its process group, exit 124",
+        "0, no limit",
+    ),
+    "--kill-after": (
+        "DURATION",
+        "SIGKILL this long after the --signal, if still running",
+        "10s",
+    ),
+    "--signal": (
+        "SIG",
+        "the signal sent on timeout or a lost lock, by name or number; KILL skips the grace",
+        "TERM",
+    ),
+    "--foreground": (
+        "",
+        (
+            "keep the command in the runner's process group and terminal (sudo, ssh and git can "
+            "prompt; Ctrl-C and Ctrl-Z reach it); on timeout only the command itself is signalled"
+        ),
+        "off",
+    ),
+    "--retries": (
+        "N",
+        "try again up to N more times on failure",
+        "0",
+    ),
+    "--backoff": (
+        "DURATION",
+        "wait backoff * 2**(attempt-1) before each retry",
+        "1s",
+    ),
+    "--retry-on": (
+        "CODES",
+        "retry only these exit codes, e.g. 1,75,124 or 1-3,124",
+        "every failure but 126 and 127",
+    ),
+    "--max-backoff": (
+        "DURATION",
+        "no single wait is longer than this",
+        "0, no cap",
+    ),
+    "--jitter": (
+        "",
+        "wait a random time between 0 and the capped backoff",
+        "off",
+    ),
+    "--deadline": (
+        "DURATION",
+        "a budget for the whole run, waits included",
+        "0, none",
+    ),
+    "--replay-stdin": (
+        "",
+        (
+            "keep piped stdin in a private temporary file, so every attempt reads the same bytes "
+            "(a regular file is re-read from its start anyway)"
+        ),
+        "off: a pipe is read once",
+    ),
+    "--lock": (
+        "FILE|NAME",
+        (
+            "run only as the holder of an exclusive flock on FILE; with a state URL, of the lock "
+            "NAME in PostgreSQL"
+        ),
+        "none",
+    ),
+    "--slots": (
+        "N",
+        "with --lock: at most N holders at once",
+        "1",
+    ),
+    "--name": (
+        "JOB",
+        "run: the job's name (apply's rule), in the log as `name`, for stats --by name and metrics",
+        "$RUNNER_JOB_NAME, else none",
+    ),
+    "--output-on-failure": (
+        "",
+        "as chronic: keep the command's output in private files and show it only if the run "
+        "fails, each attempt's in order",
+        "off: passed through",
+    ),
+    "--ping": (
+        "URL",
+        "Healthchecks ping URL: URL/start, then URL on success or URL/RC on failure, with the "
+        "run id; never printed",
+        "$RUNNER_PING_URL, else none",
+    ),
+    "--preserve-status": (
+        "",
+        "as timeout --preserve-status: a timed-out attempt ends with the command's own "
+        "status (143 for TERM), not 124",
+        "off",
+    ),
+    "--retire-after": (
+        "DURATION",
+        "stats: leave out of the export the series of a job not run for this long (its "
+        "counters then vanish)",
+        "never",
+    ),
+    "--label": (
+        "KEY=VALUE",
+        "stats: a constant label on every exported sample (repeatable), so that the "
+        "textfiles of several homes never collide",
+        "none",
+    ),
+    "--lock-scope": (
+        "home|name",
+        "home: one lock for every apply (the lab's); name: steps of other names run beside",
+        "$RUNNER_LOCK_SCOPE, else home",
+    ),
+    "--grant": (
+        "ROLE",
+        "setup: grant ROLE the use of the schema and its tables (repeatable)",
+        "none",
+    ),
+    "--lock-wait": (
+        "DURATION",
+        "wait this long, queued, for a busy lock",
+        "0",
+    ),
+    "--conflict-exit-code": (
+        "N",
+        "the exit code when another run holds the lock",
+        "3",
+    ),
+    "--dry-run": (
+        "",
+        "say what would be done; change nothing",
+        "off",
+    ),
+    "--state": (
+        "URL",
+        "keep the lock (and markers) in PostgreSQL: postgresql://user@host:port/db",
+        "$RUNNER_STATE_URL, else the state folder",
+    ),
+    "--namespace": (
+        "NS",
+        "which locks, tokens and markers in PostgreSQL",
+        "default",
+    ),
+    "--schema": (
+        "NAME",
+        "the PostgreSQL schema of the runner's tables",
+        "public",
+    ),
+    "--lease": (
+        "DURATION",
+        "a silent server is a lost lock after this long",
+        "30s",
+    ),
+    "--connect-timeout": (
+        "DURATION",
+        "give up connecting to PostgreSQL after this long",
+        "5s",
+    ),
+    "--log": (
+        "FILE",
+        "the attempt log to read",
+        "<home>/runs.jsonl",
+    ),
+    "--since": (
+        "DURATION",
+        "only runs that started this long ago or later",
+        "all",
+    ),
+    "--by": (
+        "cmd|name",
+        "one row per command or per apply name",
+        "cmd",
+    ),
+    "--json": (
+        "",
+        "print one JSON document instead of a table",
+        "off",
+    ),
+    "--prometheus": (
+        "FILE",
+        "write the figures for node_exporter's textfile collector",
+        "none",
+    ),
+    "--home": (
+        "DIR",
+        "keep state/ and runs.jsonl in DIR",
+        (
+            "$RUNNER_HOME, else runner.py's folder (installed: $XDG_STATE_HOME/runner or "
+            "~/.local/state/runner)"
+        ),
+    ),
+    "--quiet": (
+        "",
+        "print errors only (also -q)",
+        "off",
+    ),
+}
+
+DURATIONS_NOTE = """\
+DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit,
+as does inf."""
+FOOTER = (
+    DURATIONS_NOTE
+    + """
+exit: the command's code; apply: 0 applied or already applied, 1 failed;
+3 another run holds the lock; 124 timeout; 125 runner error; 126 cannot execute;
+127 not found; 128+N ended by signal N."""
+)
+
+EXITS = {
+    "run": "exit: the command's code; 3 another run holds the --lock; 124 timeout; 125 runner\n"
+    "error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by signal N.",
+    "apply": "exit: 0 applied, already applied, or --dry-run; 1 failed; 3 another run holds the\n"
+    "lock; 125 runner error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by\n"
+    "signal N.",
+    "stats": "exit: 0; 3 another stats holds the checkpoint too long; 125 runner error (an\n"
+    "unreadable log, output that cannot be written); 128+N ended by signal N.",
+    "applied": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
+    "forget": "exit: 0 forgotten, or nothing to forget; 3 another run holds the lock; 125 runner\n"
+    "error.",
+    "locks": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
+    "setup": "exit: 0 the tables are ready; 125 runner error (no server, no right to create).",
+}
+"""What each subcommand's exit codes mean: only those it can give."""
