@@ -8,6 +8,7 @@ import os
 import stat
 from itertools import pairwise
 
+from adapters import batches
 from adapters.lines import LineReader
 from adapters.signals import ending
 from domain.errors import Interrupted
@@ -15,19 +16,15 @@ from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import BinaryIO
 
     from adapters.signals import SignalWatch
 
-BATCH_BYTES = 1 << 20
-"""Lines are decoded about a mebibyte at a time, as one JSON array."""
 
 SETTLE_EVERY = 8
 """Batches after which what waits to be counted is counted (memory stays bounded)."""
 
-MAX_LINE_BYTES = 16 << 20
-"""A longer line is malformed, skipped without being held whole (memory stays bounded)."""
 
 PARALLEL_FROM = 8 << 20
 """Logs from this size (bytes) up are read by one process per core."""
@@ -175,7 +172,7 @@ def summarize_stream(
     """Summarize a log read as a stream (stdin, a gzip-compressed rotated log) after `skip`
     bytes, one batch at a time in one process."""
     while skip > 0:
-        block = handle.read(min(skip, BATCH_BYTES))
+        block = handle.read(min(skip, batches.BATCH_BYTES))
         if not block:
             break
         skip -= len(block)
@@ -193,7 +190,7 @@ def _read(
     collecting = gc.isenabled()
     gc.disable()  # reading makes millions of tuples and no cycle: the collector only costs
     try:
-        for number, (chunk, count, skipped) in enumerate(_batches(handle, limit), 1):
+        for number, (chunk, count, skipped) in enumerate(batches.cut(handle, limit), 1):
             check()
             if number % SETTLE_EVERY == 0:
                 reader.summary.settle()
@@ -205,52 +202,3 @@ def _read(
         if collecting:
             gc.enable()
     return LogSummary(reader.summary, reader.lines, reader.malformed)
-
-
-def _batches(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
-    """Whole, non-empty lines in the next `limit` bytes (None: to the end), joined by
-    newlines, with how many there are and how many were skipped (too long to keep, or empty);
-    memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted
-    without being split one by one (a gzip of newlines costs what its size says)."""
-    remaining = limit
-    carry = b""
-    skipping = False
-    while remaining is None or remaining > 0:
-        block = handle.read(BATCH_BYTES if remaining is None else min(BATCH_BYTES, remaining))
-        if not block:
-            break
-        if remaining is not None:
-            remaining -= len(block)
-        if skipping:
-            cut = block.find(b"\n")
-            if cut < 0:
-                continue
-            block, skipping = block[cut + 1 :], False
-        last = block.rfind(b"\n")
-        chunk, count, blank = b"", 0, 0
-        if last < 0:
-            carry += block
-        else:
-            chunk, count, blank = _nonblank(carry + block[:last])
-            carry = block[last + 1 :]
-        if len(carry) > MAX_LINE_BYTES:
-            carry, skipping, blank = b"", True, blank + 1
-        yield chunk, count, blank
-    if carry and not skipping:
-        yield carry, 1, 0
-
-
-_BLANKS = b"\n\n"
-
-
-def _nonblank(chunk: bytes) -> tuple[bytes, int, int]:
-    """`chunk` (lines joined by newlines) without its empty lines, how many lines are left,
-    and how many were empty."""
-    total = chunk.count(b"\n") + 1
-    if _BLANKS in chunk:
-        import re
-
-        chunk = re.sub(rb"\n\n+", b"\n", chunk)
-    chunk = chunk.strip(b"\n")
-    count = chunk.count(b"\n") + 1 if chunk else 0
-    return chunk, count, total - count

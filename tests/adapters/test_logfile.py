@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import pytest
 
-from adapters import logfile
+from adapters import batches, logfile
 from adapters.jsonl import attempt_line
 from adapters.signals import SignalWatch
 from domain.aggregate import Aggregate
@@ -70,7 +70,7 @@ def test_the_parallel_split_gives_the_same_figures(
     write_log(log, 3000)
     serial = logfile.summarize(str(log), "cmd", None, watch, workers=1).summary.finished()
     monkeypatch.setattr(logfile, "PARALLEL_FROM", 0)
-    monkeypatch.setattr(logfile, "BATCH_BYTES", 4096)
+    monkeypatch.setattr(batches, "BATCH_BYTES", 4096)
     parallel = logfile.summarize(str(log), "cmd", None, watch, workers=workers).summary.finished()
 
     def figures(groups: dict[str, Aggregate]) -> dict[str, tuple[object, ...]]:
@@ -165,7 +165,7 @@ def test_hostile_lines_on_the_parallel_path_too(
     write_log_append(log)
     serial = logfile.summarize(str(log), "cmd", None, watch, workers=1)
     monkeypatch.setattr(logfile, "PARALLEL_FROM", 0)
-    monkeypatch.setattr(logfile, "BATCH_BYTES", 4096)
+    monkeypatch.setattr(batches, "BATCH_BYTES", 4096)
     parallel = logfile.summarize(str(log), "cmd", None, watch, workers=3)
     assert (parallel.lines, parallel.malformed) == (serial.lines, serial.malformed)
     assert serial.malformed >= len(HOSTILE) - 3
@@ -175,22 +175,22 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: SignalWatch
 ) -> None:
     """Regression: a 300 MB line was held whole (1.09 GB); now it is malformed and skipped."""
-    monkeypatch.setattr(logfile, "MAX_LINE_BYTES", 1 << 16)
-    monkeypatch.setattr(logfile, "BATCH_BYTES", 1 << 12)
+    monkeypatch.setattr(batches, "MAX_LINE_BYTES", 1 << 16)
+    monkeypatch.setattr(batches, "BATCH_BYTES", 1 << 12)
     log = tmp_path / "runs.jsonl"
     write_log(log, 3)
     with log.open("ab") as handle:
         handle.write(b'{"ts":"' + b"x" * (1 << 20) + b'"}\n')
     write_log_append(log)
     seen: list[int] = []
-    real = logfile._batches
+    real = batches.cut
 
     def watched(handle: BinaryIO, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
         for chunk, count, overlong in real(handle, limit):
             seen.append(len(chunk))
             yield chunk, count, overlong
 
-    monkeypatch.setattr(logfile, "_batches", watched)
+    monkeypatch.setattr(batches, "cut", watched)
     found = logfile.summarize(str(log), "cmd", None, watch)
     assert found.malformed == 1
     assert sum(group.runs for group in found.summary.finished().values()) == 4

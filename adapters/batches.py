@@ -1,0 +1,65 @@
+"""A log read in batches of whole lines, memory bounded whatever the lines are."""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import BinaryIO
+
+    from adapters.logfile import At
+
+BATCH_BYTES = 1 << 20
+"""Lines are read about a mebibyte at a time."""
+
+MAX_LINE_BYTES = 16 << 20
+"""A longer line is malformed, skipped without being held whole (memory stays bounded)."""
+
+
+def cut(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
+    """Whole, non-empty lines in the next `limit` bytes (None: to the end), joined by
+    newlines, with how many there are and how many were skipped (too long to keep, or empty);
+    memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted
+    without being split one by one (a gzip of newlines costs what its size says)."""
+    remaining = limit
+    carry = b""
+    skipping = False
+    while remaining is None or remaining > 0:
+        block = handle.read(BATCH_BYTES if remaining is None else min(BATCH_BYTES, remaining))
+        if not block:
+            break
+        if remaining is not None:
+            remaining -= len(block)
+        if skipping:
+            cut = block.find(b"\n")
+            if cut < 0:
+                continue
+            block, skipping = block[cut + 1 :], False
+        last = block.rfind(b"\n")
+        chunk, count, blank = b"", 0, 0
+        if last < 0:
+            carry += block
+        else:
+            chunk, count, blank = _nonblank(carry + block[:last])
+            carry = block[last + 1 :]
+        if len(carry) > MAX_LINE_BYTES:
+            carry, skipping, blank = b"", True, blank + 1
+        yield chunk, count, blank
+    if carry and not skipping:
+        yield carry, 1, 0
+
+
+_BLANKS = b"\n\n"
+
+
+def _nonblank(chunk: bytes) -> tuple[bytes, int, int]:
+    """`chunk` (lines joined by newlines) without its empty lines, how many lines are left,
+    and how many were empty."""
+    total = chunk.count(b"\n") + 1
+    if _BLANKS in chunk:
+        chunk = re.sub(rb"\n\n+", b"\n", chunk)
+    chunk = chunk.strip(b"\n")
+    count = chunk.count(b"\n") + 1 if chunk else 0
+    return chunk, count, total - count
