@@ -261,6 +261,11 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
             "< 1 s",
         ),
         (
+            f"stats -q --prometheus again, {found['repeat_new_lines']:,} new lines / run",
+            f"{found['repeat_plain_ms']:.1f} ms ({found['repeat_plain_ratio']:.2f}x)",
+            f"<= {found['repeat_target_ratio']}x",
+        ),
+        (
             f"stats -q --prometheus again, {found['repeat_new_lines']:,} new lines, "
             f"{found['repeat_commands']:,} more commands",
             f"{found['repeat_ms']:.1f} ms",
