@@ -197,7 +197,7 @@ def _packed(text: str) -> bool:
     first, colon, counts = text.partition(":")
     return (
         text.isascii()
-        and not text.strip("0123456789,:")
+        and not text.encode().translate(None, b"0123456789,:")
         and colon == ":"
         and 0 < len(first) <= 4
         and first.isdigit()
