@@ -16,6 +16,7 @@ import stat
 from adapters.files import write_atomically
 from adapters.logfile import (
     LogSummary,
+    open_regular,
     stop_if_ended,
     summarize,
     summarize_stream,
@@ -93,15 +94,13 @@ class Checkpoint:
         and the read starts again from where it began, now a rotated generation."""
         for _ in range(TRIES):
             try:
-                fd = os.open(self.log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                fd = open_regular(self.log)
             except FileNotFoundError:
                 if self._position is None:
                     raise
                 return total
             try:
                 info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    raise StateError(f"cannot read {self.log}: not a regular file")
                 end, head = whole_lines_end(fd), head_at(fd)
                 start = self._resume(info, head, end, total, watch, warn)
                 part = summarize(fd, self.by, None, watch, start=start, end=end)

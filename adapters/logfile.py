@@ -59,6 +59,16 @@ def _checker(watch: SignalWatch) -> Callable[[], None]:
     return lambda: stop_if_ended(watch)
 
 
+def open_regular(path: str) -> int:
+    """A descriptor on the log at `path`, opened without blocking (a FIFO in its place never
+    blocks) and checked on the descriptor to be a regular file; raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    return fd
+
+
 def whole_lines_end(fd: int) -> int:
     """The offset just past the last newline of the file open at `fd`: a line still being
     written waits."""
@@ -103,10 +113,8 @@ def summarize(
     A signal that ends the run raises Interrupted between two batches.
     """
     if isinstance(log, str):
-        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
+        fd = open_regular(log)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file")
             return summarize(fd, by, since, watch, workers, start, end)
         finally:
             os.close(fd)

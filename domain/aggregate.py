@@ -21,9 +21,11 @@ OUTCOMES = ("success", "failure", "timeout", "signal")
 def outcome_of(rc: int) -> str:
     """success, timeout (124), signal (128+N) or failure: how a run ended, read from its rc
     alone (lines written before `timed_out` and `signal` were logged)."""
-    common = _COMMON.get(rc)
-    if common is not None:
-        return common
+    known = BY_RC.get(rc)
+    return known if known is not None else _read(rc)
+
+
+def _read(rc: int) -> str:
     if rc == 0:
         return "success"
     if rc == 124:
@@ -33,7 +35,8 @@ def outcome_of(rc: int) -> str:
     return "failure"
 
 
-_COMMON = {0: "success", 1: "failure", 124: "timeout", 137: "signal", 143: "signal"}
+BY_RC = {rc: _read(rc) for rc in range(256)}
+"""`outcome_of` every rc a log line may hold, to look up (once a line when reading a log)."""
 
 _STARTED = itemgetter(0)
 _RC = itemgetter(1)

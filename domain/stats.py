@@ -8,7 +8,7 @@ checkpoint can carry it from one `stats` to the next.
 
 from __future__ import annotations
 
-from domain.aggregate import Aggregate, outcome_of
+from domain.aggregate import BY_RC, Aggregate, outcome_of
 from domain.runs import Run
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -83,9 +83,7 @@ class Summary:
                 rows = self._singles.get(key)
                 if rows is None:
                     rows = self._singles[key] = []
-                rows.append(
-                    (started, rc, duration_ms, outcome or _OUTCOME.get(rc) or outcome_of(rc))
-                )
+                rows.append((started, rc, duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)))
             return
         if counted:
             self._aggregate(key).attempt(rc, duration_ms, outcome)
@@ -186,8 +184,6 @@ class Summary:
             aggregate = self._by_key[key] = Aggregate()
         return aggregate
 
-
-_OUTCOME = {rc: outcome_of(rc) for rc in range(256)}
 
 OTHER = "(other)"
 """The key under which the commands or names kept apart no longer are counted together."""
