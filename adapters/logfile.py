@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from adapters.signals import SignalWatch
 
 
-SETTLE_EVERY = 8
+SETTLE_EVERY = 16
 """Batches after which what waits to be counted is counted (memory stays bounded)."""
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import heapq
 from bisect import insort
 from collections import Counter
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import add, eq, not_, truediv
 
 from domain.histogram import Histogram, add_all
 
@@ -37,15 +37,6 @@ def _read(rc: int) -> str:
 
 BY_RC = {rc: _read(rc) for rc in range(256)}
 """`outcome_of` every rc a log line may hold, to look up (once a line when reading a log)."""
-
-_STARTED = itemgetter(0)
-_RC = itemgetter(1)
-_DURATION = itemgetter(2)
-_OUTCOME = itemgetter(3)
-
-
-def _END(row: tuple[float, int, int, str]) -> float:
-    return row[0] + row[2] / 1000
 
 
 class Aggregate:
@@ -123,35 +114,45 @@ class Aggregate:
             self.last_failure, self.last_failure_rc = end, rc
         self._remember(first, outcome)
 
-    def add_singles(self, rows: list[tuple[float, int, int, str]]) -> None:
-        """Count runs of one attempt each, given as (started, rc, duration_ms, outcome):
-        what `attempt` and `add` would count for each, in a few passes over them all."""
-        count = len(rows)
+    def add_singles(self, flat: list[Any]) -> None:
+        """Count runs of one attempt each, given flat, four values a run: started, rc,
+        duration_ms, outcome. What `attempt` and `add` would count for each, in a few
+        C-level passes over them all (the four columns are slices)."""
+        starts, rcs, durations, outcomes = flat[0::4], flat[1::4], flat[2::4], flat[3::4]
+        count = len(starts)
         self.runs += count
         self.attempts += count
         self.attempts_max = max(self.attempts_max, 1)
-        for outcome, times in Counter(map(_OUTCOME, rows)).items():
+        for outcome, times in Counter(outcomes).items():
             self.outcomes[outcome] += times
             self.attempt_outcomes[outcome] += times
         codes = self.codes
-        for rc, times in Counter(map(_RC, rows)).items():
+        for rc, times in Counter(rcs).items():
             codes[rc] = codes.get(rc, 0) + times
-        add_all(list(map(_DURATION, rows)), self.durations, self.attempt_durations)
-        started, rc, duration, _ = max(reversed(rows), key=_STARTED)
+        add_all(durations, self.durations, self.attempt_durations)
+        started = max(starts)
+        last = count - 1 - starts[::-1].index(started)  # the last of those that started last
         if self.last_run is None or started >= self.last_run:
-            self.last_run, self.last_rc, self.last_duration = started, rc, duration / 1000
-        success = max(
-            (at + took / 1000 for at, _, took, how in rows if how == "success"), default=None
-        )
+            self.last_run, self.last_rc, self.last_duration = (
+                started,
+                rcs[last],
+                durations[last] / 1000,
+            )
+        ends = list(map(add, starts, map(truediv, durations, repeat(1000))))
+        succeeded = list(map(eq, outcomes, repeat("success")))
+        success = max(compress(ends, succeeded), default=None)
         if success is not None and (self.last_success is None or success > self.last_success):
             self.last_success = success
-        failures = [row for row in rows if row[3] != "success"]
-        if failures:
-            at, rc, took, _ = max(failures, key=_END)
-            if self.last_failure is None or at + took / 1000 > self.last_failure:
-                self.last_failure, self.last_failure_rc = at + took / 1000, rc
-        latest = [(at, how) for at, _, _, how in heapq.nlargest(RECENT, rows, key=_STARTED)]
-        self.recent = sorted(self.recent + latest)[-RECENT:]
+        failed = list(compress(range(count), map(not_, succeeded)))
+        if failed:
+            last = max(failed, key=ends.__getitem__)
+            if self.last_failure is None or ends[last] > self.last_failure:
+                self.last_failure, self.last_failure_rc = ends[last], rcs[last]
+        latest = sorted(range(count), key=starts.__getitem__)[-RECENT:]
+        mine = list(
+            zip(map(starts.__getitem__, latest), map(outcomes.__getitem__, latest), strict=True)
+        )
+        self.recent = sorted(self.recent + mine)[-RECENT:]
 
     def _remember(self, first: float, outcome: str) -> None:
         """Keep the run in `recent` if it is among the latest: up to twice RECENT are kept,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
-from collections import Counter
+from bisect import bisect_left, bisect_right
 from functools import partial
 from itertools import accumulate, compress, count
+from operator import add, sub
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Iterable
     from typing import Any
 
 BUCKET_RATIO = 1.02
@@ -65,18 +64,18 @@ class Histogram:
             values, self.pending = self.pending, []
             _Placed(values).into(self)
 
-    def _fine(self, pairs: Iterable[tuple[int, int]]) -> None:
-        """Add (fine bucket, count) pairs: beside the saved text while there is one."""
+    def _fine(self, first: int, counts: list[int]) -> None:
+        """Add counts to the fine buckets from `first` on: beside the saved text while there
+        is one (a few pairs), else in one C-level pass over the buckets they span."""
         if self._packed is not None:
             delta = self._delta
-            for index, times in pairs:
+            for index, times in compress(zip(count(first), counts), counts):
                 delta[index] = delta.get(index, 0) + times
             return
-        buckets = self._buckets
-        for index, times in pairs:
-            if index >= len(buckets):
-                buckets.extend([0] * (index + 1 - len(buckets)))
-            buckets[index] += times
+        buckets, end = self._buckets, first + len(counts)
+        if end > len(buckets):
+            buckets.extend([0] * (end - len(buckets)))
+        buckets[first:end] = map(add, buckets[first:end], counts)
 
     def _unpack(self) -> None:
         if self._packed is not None:
@@ -84,7 +83,8 @@ class Histogram:
             self._buckets = [0] * int(first) + (list(map(int, counts.split(","))) if counts else [])
             self._packed, delta = None, self._delta
             self._delta = {}
-            self._fine(delta.items())
+            for index, times in delta.items():
+                self._fine(index, [times])
 
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
@@ -122,7 +122,7 @@ class Histogram:
 
     def merge(self, other: Histogram) -> None:
         theirs = other.buckets
-        self._fine(zip(compress(count(), theirs), filter(None, theirs), strict=True))
+        self._fine(0, theirs)
         self._le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
         self._count += other.count
         self._total += other.total
@@ -224,25 +224,30 @@ def add_all(values: list[int], *histograms: Histogram) -> None:
 
 
 class _Placed:
-    """Durations placed in their buckets: counts by fine bucket and by exported one."""
+    """Durations placed in their buckets: counts by fine bucket and by exported one.
+
+    The durations are sorted once (in C); then how many fall at or below each bound of
+    the buckets they span is one bisection per bound, not one per duration."""
 
     def __init__(self, values: list[int]) -> None:
-        self.count = len(values)
-        self.total = sum(values)
-        self.maximum = max(values)
-        seen = Counter(values)  # durations repeat: each distinct one is placed once
-        lengths, times = list(seen), list(seen.values())
-        self.fine = list(zip(map(partial(bisect_left, _FINE), lengths), times, strict=True))
-        self.le = list(zip(map(partial(bisect_left, _LE_MS), lengths), times, strict=True))
+        ordered = sorted(values)
+        self.count = len(ordered)
+        self.total = sum(ordered)
+        self.maximum = ordered[-1]
+        at_most = partial(bisect_right, ordered)
+        first, last = bisect_left(_FINE, ordered[0]), bisect_left(_FINE, ordered[-1])
+        below = [0, *map(at_most, _FINE[first : last + 1])]
+        self.first = first
+        self.fine = list(map(sub, below[1:], below))
+        below = [0, *map(at_most, _LE_MS), self.count]
+        self.le = list(map(sub, below[1:], below))
 
     def into(self, histogram: Histogram) -> None:
         histogram._count += self.count
         histogram._total += self.total
         histogram._maximum = max(histogram._maximum, self.maximum)
-        histogram._fine(self.fine)
-        le = histogram._le
-        for index, times in self.le:
-            le[index] += times
+        histogram._fine(self.first, self.fine)
+        histogram._le = list(map(add, histogram._le, self.le))
 
 
 def _le(seconds: float) -> str:

@@ -28,10 +28,11 @@ class Summary:
         self.since = since
         self.open: dict[str, Run] = {}
         self._by_key: dict[str, Aggregate] = {}
-        self._singles: dict[str, list[tuple[float, int, int, str]]] = {}
-        """Runs of one attempt not yet counted into their aggregate, by key: (started, rc,
-        duration_ms, outcome). Most runs are one attempt, and a log holds millions: they
-        are counted together (`Aggregate.add_singles`) when the aggregates are next read."""
+        self._singles: dict[str, list[Any]] = {}
+        """Runs of one attempt not yet counted into their aggregate, by key: started, rc,
+        duration_ms and outcome of each, one run after another in one flat list (no tuple
+        for each). Most runs are one attempt, and a log holds millions: they are counted
+        together (`Aggregate.add_singles`) when the aggregates are next read."""
         self.newest = 0.0
         """When the latest attempt seen started: the log's own clock."""
 
@@ -83,7 +84,7 @@ class Summary:
                 rows = self._singles.get(key)
                 if rows is None:
                     rows = self._singles[key] = []
-                rows.append((started, rc, duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)))
+                rows += started, rc, duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
             return
         if counted:
             self._aggregate(key).attempt(rc, duration_ms, outcome)

@@ -267,3 +267,37 @@ def test_saved_fine_buckets_are_checked_so_that_decoding_them_cannot_fail(text: 
         first, _, counts = text.partition(":")
         int(first)
         list(map(int, counts.split(","))) if counts else []
+
+
+singles = st.lists(
+    st.tuples(
+        st.integers(0, 400).map(lambda at: T0 + at / 8),  # ties: starts in the same instant
+        st.sampled_from([0, 0, 0, 1, 2, 124, 137, 143, 255]),
+        st.integers(0, 10**8),
+    ),
+    min_size=1,
+    max_size=80,
+)
+
+
+@settings(max_examples=300)
+@given(singles, singles)
+def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
+    earlier: list[tuple[float, int, int]], later: list[tuple[float, int, int]]
+) -> None:
+    """`add_singles` (a whole batch in C-level passes) counts what `attempt` and `add` count
+    run by run, over what was counted before: the last run, success and failure, and the
+    latest RECENT runs, whatever the order and whatever the ties."""
+    from domain.aggregate import Aggregate
+
+    one_by_one, together = Aggregate(), Aggregate()
+    for batch in (earlier, later):
+        rows = [(at, rc, ms, outcome_of(rc)) for at, rc, ms in batch]
+        for at, rc, ms, outcome in rows:
+            one_by_one.attempt(rc, ms, outcome)
+            one_by_one.add(rc, 1, at, at + ms / 1000, outcome)
+        together.add_singles([value for row in rows for value in row])
+    latest = one_by_one.recent[-RECENT:]
+    assert [at for at, _ in together.recent] == [at for at, _ in latest]
+    together.recent = latest  # runs that started in the same instant may come in either order
+    assert together.state() == one_by_one.state()
