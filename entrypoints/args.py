@@ -11,25 +11,13 @@ from entrypoints.invocation import (
     ACTIONS,
     ALLOWED,
     DEFAULT_APPLY_COMMAND,
-    DURATIONS,
     FLAGS,
     GLOBAL,
-    PATHS,
-    STATE,
     VALUED,
     Invocation,
 )
-from entrypoints.values import (
-    LEASE_MAX,
-    SLOTS_MAX,
-    check_name,
-    is_identifier,
-    parse_codes,
-    parse_count,
-    parse_duration,
-    parse_exit_code,
-    parse_signal,
-)
+from entrypoints.options import scope, set_naming, set_option
+from entrypoints.values import check_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -70,11 +58,11 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
     if action in ("run", "apply", "applied", "forget", "locks", "setup"):
         _read_state(invocation, env)
     if action in ("run", "apply") and invocation.ping is None and env.get("RUNNER_PING_URL"):
-        _set_naming(invocation, "--ping", env["RUNNER_PING_URL"])
+        set_naming(invocation, "--ping", env["RUNNER_PING_URL"])
     if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
         raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
     if action in ("apply", "forget") and invocation.lock_scope is None:
-        invocation.lock_scope = _scope(env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE")
+        invocation.lock_scope = scope(env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE")
 
 
 def _help(words: list[str]) -> Invocation:
@@ -140,7 +128,7 @@ def _read_words(
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
         if not invocation.name and env.get("RUNNER_JOB_NAME"):
-            _set_naming(invocation, "--name", env["RUNNER_JOB_NAME"])
+            set_naming(invocation, "--name", env["RUNNER_JOB_NAME"])
     elif action == "apply":
         _read_apply(invocation, words, command, env)
     elif action == "forget":
@@ -214,105 +202,5 @@ def _take_option(
             raise UsageError(f"{option} needs a value")
         value = args[index]
         index += 1
-    _set_option(invocation, option, value)
+    set_option(invocation, option, value)
     return index
-
-
-def _set_option(invocation: Invocation, option: str, value: str) -> None:
-    policy = invocation.policy
-    if option in DURATIONS:
-        setattr(policy, DURATIONS[option], parse_duration(value, option))
-    elif option == "--retries":
-        policy.retries = parse_count(value, option)
-    elif option == "--retry-on":
-        policy.retry_on = parse_codes(value, option)
-    elif option in ("--since", "--retire-after"):
-        setattr(invocation, option[2:].replace("-", "_"), parse_duration(value, option))
-    elif option == "--signal":
-        invocation.stop_signal = parse_signal(value, option)
-    elif option == "--conflict-exit-code":
-        invocation.conflict_exit_code = parse_exit_code(value, option)
-    elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
-        _set_state_option(invocation, option, value)
-    elif option in ("--by", "--name", "--ping", "--label"):
-        _set_naming(invocation, option, value)
-    elif not value:
-        raise UsageError(
-            f"{option} needs a path" + (" (or - for stdin)" if option == "--log" else "")
-        )
-    elif option == "--log":
-        invocation.logs.append(value)
-    else:
-        setattr(invocation, PATHS[option], value)
-
-
-def _set_naming(invocation: Invocation, option: str, value: str) -> None:
-    """run's --name JOB (apply's rule for names), --ping URL, and stats' --by cmd|name."""
-    if option == "--label":
-        key, equals, text = value.partition("=")
-        reserved = ("cmd", "name", "outcome", "code", "le", "instance", "job")
-        if not equals or not is_identifier(key) or key.startswith("__") or key in reserved:
-            raise UsageError(
-                f"--label: expected KEY=VALUE with KEY a label name of your own, not {value!r}"
-            )
-        invocation.labels.append((key, text))
-    elif option == "--ping":
-        if not value.startswith(("http://", "https://")):
-            raise UsageError("--ping: expected an http:// or https:// URL (a Healthchecks ping)")
-        invocation.ping = value
-    elif option == "--name":
-        try:
-            invocation.name = check_name(value)
-        except UsageError:
-            raise UsageError(
-                f"--name: {value!r} is not a valid job name (as apply's NAME)"
-            ) from None
-    elif value not in ("cmd", "name"):
-        raise UsageError(f"--by: expected cmd or name, not {value!r}")
-    else:
-        invocation.by = value
-
-
-def _scope(value: str, where: str) -> str:
-    if value not in ("home", "name"):
-        raise UsageError(f"{where}: expected home or name, not {value!r}")
-    return value
-
-
-def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
-    """The options of the state backends, --slots, --lock-scope and --grant."""
-    if option == "--lock-scope":
-        invocation.lock_scope = _scope(value, option)
-    elif option == "--grant":
-        invocation.grants.append(_identifier(value, option, "role"))
-    elif option == "--state":
-        if not value:
-            raise UsageError("--state needs a URL")
-        invocation.state_url = value
-    elif option == "--namespace":
-        try:
-            invocation.namespace = check_name(value)
-        except UsageError:
-            raise UsageError(f"--namespace: {value!r} is not a valid namespace (as NAME)") from None
-    elif option == "--connect-timeout":
-        invocation.connect_timeout = parse_duration(value, option)
-    elif option == "--lease":
-        invocation.lease = parse_duration(value, option)
-        if not 0.1 <= invocation.lease <= LEASE_MAX:
-            raise UsageError(f"--lease: from 0.1s to {LEASE_MAX:.0f}s, not {value!r}")
-    elif option == "--slots":
-        invocation.slots = parse_count(value, option)
-        if not 1 <= invocation.slots <= SLOTS_MAX:
-            raise UsageError(f"--slots: from 1 to {SLOTS_MAX}, not {value!r}")
-    else:
-        invocation.schema = _identifier(value, "--schema", "schema")
-
-
-def _identifier(value: str, option: str, kind: str) -> str:
-    """A schema or role name as the runner quotes it: letters, digits and _, at most 63."""
-    if not is_identifier(value):
-        raise UsageError(
-            f"{option}: {value!r} is not a {kind} name (letters, digits and _, "
-            "not starting with a digit, at most 63)"
-        )
-    return value
