@@ -104,7 +104,9 @@ def _dispatch(
     try:
         if invocation.action in ("run", "apply"):
             return _execute(invocation, watch, console, wiring)
-        return _manage(invocation, watch, console, wiring)
+        from entrypoints.manage import manage
+
+        return manage(invocation, watch, console, wiring)
     except LockBusy as busy:
         busy.status = invocation.conflict_exit_code
         if busy.status == ExitStatus.OK and invocation.quiet:
@@ -207,45 +209,6 @@ def _perform(
         markers=backend.markers,
         console=console,
     )
-
-
-def _manage(
-    invocation: Invocation, watch: SignalWatch, console: StreamConsole, wiring: Wiring
-) -> int:
-    """stats, applied, forget, locks and setup."""
-    home = invocation.home or ""
-    if invocation.action == "stats":
-        from entrypoints.stats import stats
-
-        return stats(invocation, home, console, watch)
-    if invocation.action in ("locks", "setup"):
-        from entrypoints import fleet
-
-        if invocation.action == "locks":
-            return fleet.locks(invocation, home, watch, console)
-        return fleet.setup(invocation, watch, console)
-
-    backend = wiring.backend(invocation, home, watch)
-    assert backend is not None
-    assert backend.markers is not None
-    try:
-        if invocation.action == "applied":
-            from entrypoints.applied import applied
-
-            return applied(backend.markers.entries(), invocation.json, console)
-
-        from domain.manage import forget
-
-        return forget(
-            invocation.name,
-            dry_run=invocation.dry_run,
-            lock_wait=invocation.policy.lock_wait,
-            lock=backend.lock,
-            markers=backend.markers,
-            console=console,
-        )
-    finally:
-        backend.close()
 
 
 def exit_with(status: int, signum: int | None = None) -> NoReturn:
