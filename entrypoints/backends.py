@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from adapters.postgres.keeper import LeaseKeeper
-    from adapters.postgres.lock import PgLock, Tables
+    from adapters.postgres.lock import PgLock
     from adapters.postgres.session import Session
+    from adapters.postgres.tables import Tables
     from adapters.signals import SignalWatch
     from domain.ports import Lock, MarkerStore
     from entrypoints.invocation import Invocation
@@ -110,7 +111,7 @@ def _session(invocation: Invocation, watch: SignalWatch | None, limit: float) ->
 
 def pg_tables(invocation: Invocation, watch: SignalWatch) -> Tables:
     """The schema's tables, on a session of the main thread's (signals end its calls)."""
-    from adapters.postgres.lock import Tables
+    from adapters.postgres.tables import Tables
 
     return Tables(_session(invocation, watch, invocation.lease), invocation.schema)
 

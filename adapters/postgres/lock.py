@@ -14,7 +14,6 @@ import os
 import time
 
 from adapters.postgres import sql
-from adapters.postgres.session import QueryError
 from domain.errors import Interrupted, LockBusy, StateError, holder_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 
     from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.session import Session
+    from adapters.postgres.tables import Tables
 
 MARGIN = 5.0
 """Seconds the server keeps a lease beyond the holder's own deadline and its kill grace."""
@@ -35,69 +35,6 @@ waiters wait on the lock, waiters / CHECKS_PER_SECOND, each drawn uniformly from
 upper half of it. A lone waiter notices a release within a second; however many wait,
 the lock sees about 20 claims a second in all, and one of them within tens of
 milliseconds of a release."""
-
-
-class Tables:
-    """The schema's tables, created (serialized across hosts) when a statement misses them."""
-
-    def __init__(self, session: Session, schema: str) -> None:
-        self.session = session
-        self.schema = schema
-
-    def ensure(self) -> None:
-        statements: list[tuple[str, tuple[object, ...]]] = [
-            (text, (self.schema,) if "$1" in text else ()) for text in sql.create(self.schema)
-        ]
-        try:
-            self.session.run(statements)
-        except QueryError as error:
-            raise StateError(self.refusal(error)) from None
-
-    def refusal(self, error: QueryError) -> str:
-        """What to do when the tables cannot be created, by the server's reason."""
-        reason = str(error).rpartition(" said: ")[2]
-        if error.sqlstate == sql.READ_ONLY:
-            return (
-                f"cannot use {self.session.url.shown}: it is a read-only standby ({reason}); "
-                "point --state at the primary (a multi-host URL with "
-                "target_session_attrs=read-write)"
-            )
-        return (
-            f"cannot create the state tables in schema {self.schema!r}: {reason} (run `runner"
-            " setup --state URL --grant ROLE` once with a role that may, or choose --schema)"
-        )
-
-    def call(
-        self,
-        text: str,
-        params: tuple[object, ...],
-        *,
-        until: float | None = None,
-        create: bool = True,
-    ) -> list[tuple[str | None, ...]]:
-        """Run a statement; when the tables are missing, create them first (or, for a
-        statement that only reads or removes, `create` False: no rows)."""
-        return self.run([(text, params)], until=until, create=create)[-1]
-
-    def run(
-        self,
-        statements: list[tuple[str, tuple[object, ...]]],
-        *,
-        until: float | None = None,
-        create: bool = True,
-    ) -> list[list[tuple[str | None, ...]]]:
-        """`call` for several statements in one transaction: the rows of each."""
-        try:
-            return self.session.run(statements, until=until)
-        except QueryError as error:
-            if error.sqlstate == sql.READ_ONLY:
-                raise StateError(self.refusal(error)) from None
-            if error.sqlstate != sql.UNDEFINED_TABLE:
-                raise
-        if not create:
-            return [[] for _ in statements]
-        self.ensure()
-        return self.session.run(statements, until=until)
 
 
 class PgLock:

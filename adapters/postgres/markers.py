@@ -11,7 +11,8 @@ from domain.errors import StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from adapters.postgres.lock import PgLock, Tables
+    from adapters.postgres.lock import PgLock
+    from adapters.postgres.tables import Tables
 
 
 class PgMarkerStore:

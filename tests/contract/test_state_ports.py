@@ -43,9 +43,10 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         return
     from adapters.clock import random_fraction
     from adapters.postgres.keeper import LeaseKeeper
-    from adapters.postgres.lock import PgLock, Tables
+    from adapters.postgres.lock import PgLock
     from adapters.postgres.markers import PgMarkerStore
     from adapters.postgres.session import Session
+    from adapters.postgres.tables import Tables
     from adapters.postgres.url import StateUrl
 
     url = request.getfixturevalue("pg_url")
