@@ -219,7 +219,7 @@ class _Text:
         self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
 
     def sample(self, name: str, label: str, value: float, **extra: str) -> None:
-        more = "".join(f',{key}="{_escape(text)}"' for key, text in extra.items())
+        more = "".join(f',{key}="{_escape(text)}"' for key, text in extra.items()) if extra else ""
         self.lines.append(f"{name}{{{self._base(label)}{more}}} {_number(value)}")
 
     def outcomes(self, name: str, label: str, counts: dict[str, int]) -> None:
