@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 BUCKET_RATIO = 1.02
 """Each fine bucket is 2% wider than the one before: quantiles within 1%."""
-_LOG_RATIO = math.log(BUCKET_RATIO)
 
 LE_SECONDS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
