@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from adapters.signals import SignalWatch
 
 
-SETTLE_EVERY = 16
-"""Batches after which what waits to be counted is counted (memory stays bounded)."""
+SETTLE_LINES = 100_000
+"""Lines read after which what waits to be counted is counted: its memory stays bounded
+whatever the lines' length (about 16 batches of the runner's usual lines)."""
 
 
 PARALLEL_FROM = 8 << 20
@@ -198,10 +199,13 @@ def _read(
     collecting = gc.isenabled()
     gc.disable()  # reading makes millions of tuples and no cycle: the collector only costs
     try:
-        for number, (chunk, count, skipped) in enumerate(batches.cut(handle, limit), 1):
+        waiting = 0
+        for chunk, count, skipped in batches.cut(handle, limit):
             check()
-            if number % SETTLE_EVERY == 0:
+            if waiting >= SETTLE_LINES:
                 reader.summary.settle()
+                waiting = 0
+            waiting += count
             reader.lines += skipped
             reader.malformed += skipped
             if count:
