@@ -4,26 +4,14 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left, bisect_right
-from functools import partial
 from itertools import accumulate, compress, count
-from operator import add, sub
+from operator import add
+
+from domain.buckets import BUCKET_RATIO, FINE_MAX, LE_SECONDS, LE_TEXT, Placed
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
-
-BUCKET_RATIO = 1.02
-"""Each fine bucket is 2% wider than the one before: quantiles within 1%."""
-
-LE_SECONDS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
-    60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400,
-)  # fmt: skip
-"""Upper bounds (seconds) of the exported buckets: jobs from milliseconds to a day; +Inf after."""
-_LE_MS = tuple(round(bound * 1000) for bound in LE_SECONDS)
-FINE_MAX = 2000
-"""More fine buckets than any duration a log line may hold (10**13 ms) needs."""
 
 
 class Histogram:
@@ -61,7 +49,7 @@ class Histogram:
         """Count the pending durations into the buckets (reading it does so too)."""
         if self.pending:
             values, self.pending = self.pending, []
-            _Placed(values).into(self)
+            self._add(Placed(values))
 
     def _fine(self, first: int, counts: list[int]) -> None:
         """Add counts to the fine buckets from `first` on: beside the saved text while there
@@ -75,6 +63,14 @@ class Histogram:
         if end > len(buckets):
             buckets.extend([0] * (end - len(buckets)))
         buckets[first:end] = map(add, buckets[first:end], counts)
+
+    def _add(self, placed: Placed) -> None:
+        """Count durations placed in their buckets."""
+        self._count += placed.count
+        self._total += placed.total
+        self._maximum = max(self._maximum, placed.maximum)
+        self._fine(placed.first, placed.fine)
+        self._le = list(map(add, self._le, placed.le))
 
     def _unpack(self) -> None:
         if self._packed is not None:
@@ -142,7 +138,7 @@ class Histogram:
 
     def cumulative(self) -> list[tuple[str, int]]:
         """(le, count of durations at or below it) for each bound and +Inf, as Prometheus wants."""
-        return list(zip(_LE_TEXT, accumulate(self.le), strict=True))
+        return list(zip(LE_TEXT, accumulate(self.le), strict=True))
 
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`). The fine buckets are text,
@@ -213,51 +209,10 @@ def _counts(values: list[Any]) -> bool:
 
 
 def add_all(values: list[int], *histograms: Histogram) -> None:
-    """Count the same durations (whole milliseconds) into each histogram, placing each
-    distinct one in its buckets once."""
+    """Count the same durations (whole milliseconds) into each histogram, placing them in
+    their buckets once for all."""
     if values:
-        placed = _Placed(values)
+        placed = Placed(values)
         for histogram in histograms:
             histogram.settle()
-            placed.into(histogram)
-
-
-class _Placed:
-    """Durations placed in their buckets: counts by fine bucket and by exported one.
-
-    The durations are sorted once (in C); then how many fall at or below each bound of
-    the buckets they span is one bisection per bound, not one per duration."""
-
-    def __init__(self, values: list[int]) -> None:
-        ordered = sorted(values)
-        self.count = len(ordered)
-        self.total = sum(ordered)
-        self.maximum = ordered[-1]
-        at_most = partial(bisect_right, ordered)
-        first, last = bisect_left(_FINE, ordered[0]), bisect_left(_FINE, ordered[-1])
-        below = [0, *map(at_most, _FINE[first : last + 1])]
-        self.first = first
-        self.fine = list(map(sub, below[1:], below))
-        below = [0, *map(at_most, _LE_MS), self.count]
-        self.le = list(map(sub, below[1:], below))
-
-    def into(self, histogram: Histogram) -> None:
-        histogram._count += self.count
-        histogram._total += self.total
-        histogram._maximum = max(histogram._maximum, self.maximum)
-        histogram._fine(self.first, self.fine)
-        histogram._le = list(map(add, histogram._le, self.le))
-
-
-def _le(seconds: float) -> str:
-    """As the Prometheus client libraries write bounds: 1.0, 0.005, 86400.0."""
-    return repr(float(seconds))
-
-
-_LE_TEXT = (*map(_le, LE_SECONDS), "+Inf")
-"""The exported bounds as the Prometheus client libraries write them."""
-
-
-_FINE = [math.floor(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
-"""The largest whole number of milliseconds in each fine bucket: a duration goes into the
-first that holds it (the last holds everything longer). Whole numbers compare faster."""
+            histogram._add(placed)

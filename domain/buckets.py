@@ -1,0 +1,56 @@
+"""Where a duration falls: fine geometric buckets (quantiles within 1%) and the fixed
+buckets Prometheus is given; many durations placed at once."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from functools import partial
+from operator import sub
+
+BUCKET_RATIO = 1.02
+"""Each fine bucket is 2% wider than the one before: quantiles within 1%."""
+
+LE_SECONDS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+    60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400,
+)  # fmt: skip
+"""Upper bounds (seconds) of the exported buckets: jobs from milliseconds to a day; +Inf after."""
+LE_MS = tuple(round(bound * 1000) for bound in LE_SECONDS)
+FINE_MAX = 2000
+"""More fine buckets than any duration a log line may hold (10**13 ms) needs."""
+
+
+def _le(seconds: float) -> str:
+    """As the Prometheus client libraries write bounds: 1.0, 0.005, 86400.0."""
+    return repr(float(seconds))
+
+
+LE_TEXT = (*map(_le, LE_SECONDS), "+Inf")
+"""The exported bounds as the Prometheus client libraries write them."""
+
+
+FINE_BOUNDS = [math.floor(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
+"""The largest whole number of milliseconds in each fine bucket: a duration goes into the
+first that holds it (the last holds everything longer). Whole numbers compare faster."""
+
+
+class Placed:
+    """Durations placed in their buckets: `fine` counts them by fine bucket from the first
+    they fill (`first`) to the last, `le` by exported bucket (+Inf last).
+
+    The durations are sorted once (in C); then how many fall at or below each bound of
+    the buckets they span is one bisection per bound, not one per duration."""
+
+    def __init__(self, values: list[int]) -> None:
+        ordered = sorted(values)
+        self.count = len(ordered)
+        self.total = sum(ordered)
+        self.maximum = ordered[-1]
+        at_most = partial(bisect_right, ordered)
+        first, last = bisect_left(FINE_BOUNDS, ordered[0]), bisect_left(FINE_BOUNDS, ordered[-1])
+        below = [0, *map(at_most, FINE_BOUNDS[first : last + 1])]
+        self.first = first
+        self.fine = list(map(sub, below[1:], below))
+        below = [0, *map(at_most, LE_MS), self.count]
+        self.le = list(map(sub, below[1:], below))
