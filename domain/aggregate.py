@@ -133,11 +133,8 @@ class Aggregate:
         started = max(starts)
         last = count - 1 - starts[::-1].index(started)  # the last of those that started last
         if self.last_run is None or started >= self.last_run:
-            self.last_run, self.last_rc, self.last_duration = (
-                started,
-                rcs[last],
-                durations[last] / 1000,
-            )
+            self.last_run, self.last_rc = started, rcs[last]
+            self.last_duration = durations[last] / 1000
         ends = list(map(add, starts, map(truediv, durations, repeat(1000))))
         succeeded = list(map(eq, outcomes, repeat("success")))
         success = max(compress(ends, succeeded), default=None)
@@ -149,10 +146,7 @@ class Aggregate:
             if self.last_failure is None or ends[last] > self.last_failure:
                 self.last_failure, self.last_failure_rc = ends[last], rcs[last]
         latest = sorted(range(count), key=starts.__getitem__)[-RECENT:]
-        mine = list(
-            zip(map(starts.__getitem__, latest), map(outcomes.__getitem__, latest), strict=True)
-        )
-        self.recent = sorted(self.recent + mine)[-RECENT:]
+        self.recent = sorted(self.recent + [(starts[i], outcomes[i]) for i in latest])[-RECENT:]
 
     def _remember(self, first: float, outcome: str) -> None:
         """Keep the run in `recent` if it is among the latest: up to twice RECENT are kept,
