@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from operator import itemgetter
 
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
@@ -22,8 +21,14 @@ from domain.words import shell_words, visible
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from datetime import datetime
 
     from domain.stats import Summary
+else:
+    try:  # the C class `datetime` exports: before 3.12 it first defines its own in Python
+        from _datetime import datetime
+    except ImportError:  # an interpreter without the C module
+        from datetime import datetime
 
 _STRING = rb'"(?:[ !#-\[\]-~]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
 """A JSON string of printable ASCII and escapes."""

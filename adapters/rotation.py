@@ -9,7 +9,7 @@ its own, so no two generations share one.
 from __future__ import annotations
 
 import os
-import zlib
+from binascii import crc32
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def head_at(fd: int) -> str | None:
 def head_of(path: str) -> str | None:
     """The log's first whole line as its length and CRC-32, or None when it has none yet.
 
-    With the inode, enough to know a log again (zlib loads far faster than hashlib).
+    With the inode, enough to know a log again (binascii loads far faster than hashlib).
     """
     try:
         with open_log(path) as handle:
@@ -59,7 +59,7 @@ def _head(block: bytes) -> str | None:
     if cut < 0:
         return None
     first = block[: cut + 1]
-    return f"{len(first)}:{zlib.crc32(first):08x}"
+    return f"{len(first)}:{crc32(first):08x}"
 
 
 def unread(log: str, head: str | None, current: os.stat_result) -> list[str] | None:
