@@ -1,7 +1,7 @@
 """stats' checkpoint: the whole history of a log counted so far, and where to read on.
 
-Kept beside the log as `.<log>.stats-<by>.json` (JSON: never code to run). It names
-the log by device, inode and a hash of its first line, and the offset just past
+Kept beside the log as `.<log>.stats-<by>.json` (see adapters.saved for its form). It
+names the log by device, inode and a hash of its first line, and the offset just past
 the last whole line read. The next `stats` reads only what follows. When the log
 was rotated (moved, truncated, replaced), once or many times, every generation beside it
 not yet read is read once (see adapters.rotation); then the new log from its start.
@@ -9,10 +9,10 @@ not yet read is read once (see adapters.rotation); then the new log from its sta
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
+from adapters import saved
 from adapters.files import write_atomically
 from adapters.logfile import (
     LogSummary,
@@ -23,17 +23,16 @@ from adapters.logfile import (
     whole_lines_end,
 )
 from adapters.rotation import head_at, open_log, unread
-from domain.errors import StateError
-from domain.stats import Summary
+from domain.errors import Damaged, StateError
+from domain.stats import OTHER, Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
+    from adapters.saved import Lines
     from adapters.signals import SignalWatch
 
-VERSION = 7
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -63,6 +62,13 @@ class Checkpoint:
         folder, name = os.path.split(log)
         self.path = os.path.join(folder, f".{name}.stats-{by}.json")
         self.series: list[str] = []
+        self.kept: dict[str, Lines] = {}
+        """The lines each key was last exported with under a label of its own, as saved:
+        (label, lines of each metric family)."""
+        self.exported: dict[str, Lines] | None = None
+        """The same, of this stats' export (None: it exports nothing)."""
+        self.labels: list[list[str]] | None = None
+        """The constant labels (--label) those lines carry (None: none were exported)."""
         self._position: dict[str, object] | None = None
 
     def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
@@ -79,12 +85,15 @@ class Checkpoint:
         except _DOUBTFUL as doubt:
             if self._position is None and not isinstance(doubt, _Untrusted):
                 raise
-            reason = doubt if isinstance(doubt, _Untrusted) else f"{type(doubt).__name__}"
-            self.alarm(
-                f"set the stats checkpoint {self.path} aside ({reason}); reading the log afresh"
-            )
-            self.series, self._position = [], None
-            return self._read_on(LogSummary(Summary(), 0, 0), watch, warn)
+            reason = doubt if isinstance(doubt, (_Untrusted, Damaged)) else type(doubt).__name__
+            return self.afresh(str(reason), watch, warn)
+
+    def afresh(self, reason: str, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
+        """Set the checkpoint aside (one warning) and read the log afresh."""
+        self.alarm(f"set the stats checkpoint {self.path} aside ({reason}); reading the log afresh")
+        self.series, self.kept, self.labels, self._position = [], {}, None, None
+        self.exported = None
+        return self._read_on(LogSummary(Summary(), 0, 0), watch, warn)
 
     def _read_on(
         self, total: LogSummary, watch: SignalWatch, warn: Callable[[str], None]
@@ -123,22 +132,24 @@ class Checkpoint:
         No fsync: a checkpoint lost in a crash, or an older one, only means that
         the next `stats` reads more of the log (its offset and figures go together).
         """
-        document = {
-            "version": VERSION,
+        header: dict[str, object] = {
             "by": self.by,
             "position": self._position,
             "lines": total.lines,
             "malformed": total.malformed,
             "series": self.series,
-            "summary": total.summary.state(),
+            "labels": self.labels,
+            "newest": total.summary.newest,
+            "open": {run_id: run.state() for run_id, run in total.summary.open.items()},
         }
-        data = json.dumps(document, separators=(",", ":")).encode()
+        data = saved.write(header, total.summary, self.exported)
         write_atomically(self.path, data, 0o600, durable=False)
 
     def bound(self, total: LogSummary) -> None:
         """Keep KEYS_MAX keys apart at most, the exported ones first, and OPEN_MAX open runs
         (see Summary.bound): the checkpoint's size does not grow with the log."""
-        total.summary.bound(self.series, KEYS_MAX, OPEN_MAX)
+        if total.summary.bound(self.series, KEYS_MAX, OPEN_MAX) and self.exported is not None:
+            self.exported.pop(OTHER, None)  # what joined it since it was exported
 
     def _resume(
         self,
@@ -182,32 +193,19 @@ class Checkpoint:
         Raises _Untrusted for a checkpoint that is not this user's own regular file, is too
         large, or does not hold together.
         """
-        self.series, self._position = [], None
-        document = _read_own(self.path)
-        if document is None:
+        self.series, self.kept, self.labels, self._position = [], {}, None, None
+        raw = _read_own(self.path)
+        if raw is None:
             return LogSummary(Summary(), 0, 0)
         try:
-            if document["version"] != VERSION or document["by"] != self.by:
-                return LogSummary(Summary(), 0, 0)
-            summary = Summary.from_state(document["summary"])
-            lines, malformed = document["lines"], document["malformed"]
-            series, position = document["series"], document["position"]
-            if not (_count(lines) and _count(malformed) and isinstance(series, list)):
-                raise ValueError("counts")
-            if not all(isinstance(label, str) for label in series):
-                raise ValueError("series")
-            if not (
-                isinstance(position, dict)
-                and _count(position["dev"])
-                and _count(position["ino"])
-                and _count(position["offset"])
-                and (position["head"] is None or isinstance(position["head"], str))
-            ):
-                raise ValueError("position")
+            loaded = saved.read(raw, self.by)
         except (*_DOUBTFUL, AttributeError, IndexError) as exc:
             raise _Untrusted(f"it does not hold together: {type(exc).__name__}") from None
-        self.series, self._position = series, position
-        return LogSummary(summary, lines, malformed)
+        if loaded is None:
+            return LogSummary(Summary(), 0, 0)
+        self.series, self.kept, self.labels = loaded.series, loaded.kept, loaded.labels
+        self._position = loaded.position
+        return LogSummary(loaded.summary, loaded.lines, loaded.malformed)
 
 
 class _Untrusted(ValueError):
@@ -218,12 +216,8 @@ _DOUBTFUL = (ValueError, KeyError, TypeError, RecursionError, OverflowError)
 """What a checkpoint that lies can make reading on from it raise."""
 
 
-def _count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
-def _read_own(path: str) -> Any:
-    """The checkpoint's JSON, or None when there is none; _Untrusted when it is not this
+def _read_own(path: str) -> bytes | None:
+    """The checkpoint's bytes, or None when there is none; _Untrusted when it is not this
     user's own regular file of a sane size (a FIFO, a link to a device, another user's)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -241,8 +235,8 @@ def _read_own(path: str) -> Any:
         if info.st_size > SIZE_MAX:
             raise _Untrusted(f"{info.st_size} bytes")
         try:
-            return json.loads(handle.read(SIZE_MAX + 1))
-        except (ValueError, RecursionError, OSError) as exc:
+            return handle.read(SIZE_MAX + 1)
+        except OSError as exc:
             raise _Untrusted(f"not a checkpoint: {type(exc).__name__}") from None
 
 

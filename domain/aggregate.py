@@ -8,6 +8,7 @@ from itertools import compress, repeat
 from operator import add, eq, not_, truediv
 
 from domain.histogram import Histogram, add_all
+from domain.outcomes import OUTCOMES, outcome_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -15,28 +16,6 @@ if TYPE_CHECKING:
 
 RECENT = 20
 """How many of the latest runs each aggregate remembers, for the history strip."""
-OUTCOMES = ("success", "failure", "timeout", "signal")
-
-
-def outcome_of(rc: int) -> str:
-    """success, timeout (124), signal (128+N) or failure: how a run ended, read from its rc
-    alone (lines written before `timed_out` and `signal` were logged)."""
-    known = BY_RC.get(rc)
-    return known if known is not None else _read(rc)
-
-
-def _read(rc: int) -> str:
-    if rc == 0:
-        return "success"
-    if rc == 124:
-        return "timeout"
-    if 128 < rc <= 192:
-        return "signal"
-    return "failure"
-
-
-BY_RC = {rc: _read(rc) for rc in range(256)}
-"""`outcome_of` every rc a log line may hold, to look up (once a line when reading a log)."""
 
 
 class Aggregate:
@@ -208,9 +187,19 @@ class Aggregate:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Aggregate:
+        """The aggregate `state` describes; ValueError or TypeError if it does not hold
+        together (nothing that could fail later, when it is counted into or shown)."""
         made = cls()
         for name in _PLAIN:
             setattr(made, name, state[name])
+        if not all(_count(getattr(made, name)) for name in _COUNTS):
+            raise ValueError("counts")
+        if not all(_moment(getattr(made, name)) for name in _MOMENTS):
+            raise ValueError("times")
+        if not all(
+            getattr(made, name) is None or type(getattr(made, name)) is int for name in _RCS
+        ):
+            raise ValueError("exit codes")
         made.outcomes = {o: int(made.outcomes[o]) for o in OUTCOMES}
         made.attempt_outcomes = {o: int(made.attempt_outcomes[o]) for o in OUTCOMES}
         made.recent = [(float(at), str(outcome)) for at, outcome in made.recent]
@@ -218,6 +207,20 @@ class Aggregate:
         made.durations = Histogram.from_state(state["durations"])
         made.attempt_durations = Histogram.from_state(state["attempt_durations"])
         return made
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _moment(value: object) -> bool:
+    """None, or a number of seconds a log can hold (not NaN, not infinite)."""
+    return value is None or (type(value) in (int, float) and -1e15 < value < 1e15)  # type: ignore[operator]
+
+
+_COUNTS = ("runs", "attempts", "attempts_max", "retried")
+_MOMENTS = ("last_run", "last_duration", "last_success", "last_failure")
+_RCS = ("last_rc", "last_failure_rc")
 
 
 _PLAIN = (

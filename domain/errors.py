@@ -74,3 +74,8 @@ class Interrupted(RunnerError):
     @property
     def exit_code(self) -> int:
         return ExitStatus.SIGNAL_BASE + self.signum
+
+
+class Damaged(ValueError):
+    """What a store kept does not hold together (a checkpoint's aggregate): the store is
+    set aside and made anew."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.aggregate import OUTCOMES
+from domain.outcomes import OUTCOMES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:

@@ -8,12 +8,15 @@ checkpoint can carry it from one `stats` to the next.
 
 from __future__ import annotations
 
-from domain.aggregate import BY_RC, Aggregate, outcome_of
+from domain.aggregate import Aggregate
+from domain.outcomes import BY_RC, outcome_of
 from domain.runs import Run
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
+
+    from domain.ports import Saved
 
 
 class Summary:
@@ -35,17 +38,47 @@ class Summary:
         together (`Aggregate.add_singles`) when the aggregates are next read."""
         self.newest = 0.0
         """When the latest attempt seen started: the log's own clock."""
+        self.saved: dict[str, Saved] = {}
+        """Aggregates as a checkpoint kept them, not read yet: a key is here or among the
+        aggregates, never both. A few new lines touch a few keys: only those are read (when
+        something is added to them); reading `by_key` reads them all."""
 
     @property
     def by_key(self) -> dict[str, Aggregate]:
-        """The aggregates, every run added so far counted."""
+        """The aggregates, every run added so far counted (the saved ones read)."""
         self.settle()
+        if self.saved:
+            saved, self.saved = self.saved, {}
+            self._by_key.update((key, kept.wake()) for key, kept in saved.items())
         return self._by_key
 
     @by_key.setter
     def by_key(self, aggregates: dict[str, Aggregate]) -> None:
         self.settle()
         self._by_key = aggregates
+
+    @property
+    def awake(self) -> dict[str, Aggregate]:
+        """The aggregates read or added to, every run counted; not the saved ones."""
+        self.settle()
+        return self._by_key
+
+    def aggregate(self, key: str) -> Aggregate:
+        """The aggregate of `key`, every run counted: read if it was saved, empty if there is
+        none (the others are left as they are)."""
+        rows = self._singles.pop(key, None)
+        if rows is None and key not in self._by_key and key not in self.saved:
+            return Aggregate()
+        found = self._aggregate(key)
+        if rows:
+            found.add_singles(rows)
+        return found
+
+    def last_runs(self) -> dict[str, float | None]:
+        """When each key's last run started, without reading the saved aggregates."""
+        found = {key: kept.last_run for key, kept in self.saved.items()}
+        found.update((key, aggregate.last_run) for key, aggregate in self.awake.items())
+        return found
 
     def settle(self) -> None:
         """Count what waits to be counted: runs of one attempt, and durations (reading the
@@ -93,7 +126,7 @@ class Summary:
         run.add(started, attempt, rc, duration_ms, waits, outcome)
         if run.whole:
             del self.open[run_id]
-            self._count(run, self._by_key)
+            self._count(run)
 
     def merge(self, other: Summary) -> None:
         """Fold in a summary of a later part of the same log."""
@@ -108,7 +141,7 @@ class Summary:
             mine.absorb(run)
             if mine.whole:
                 del self.open[run_id]
-                self._count(mine, self._by_key)
+                self._count(mine)
 
     def finished(self) -> dict[str, Aggregate]:
         """Copies of the aggregates with the runs never seen to end (a killed runner) counted
@@ -131,27 +164,33 @@ class Summary:
         their runner is gone."""
         self.open = {rid: run for rid, run in self.open.items() if run.last_end >= epoch}
 
-    def bound(self, first: list[str], keys: int, runs: int) -> None:
+    def bound(self, first: list[str], keys: int, runs: int) -> bool:
         """Keep `keys` keys apart at most: those of `first` that are here (the ones already
         exported), then the busiest; the rest are counted together under OTHER. Keep the
-        `runs` open runs that ended last, at most."""
+        `runs` open runs that ended last, at most. Whether any key joined OTHER.
+
+        Saved aggregates are read only to join OTHER, or to find the busiest when fewer
+        keys than that were exported."""
         if len(self.open) > runs:
             latest = sorted(self.open.items(), key=lambda item: item[1].last_end)[-runs:]
             self.open = dict(latest)
-        by_key = self.by_key
-        if len(by_key) <= keys:
-            return
-        kept = [key for key in first if key in by_key][:keys]
-        for key in sorted(by_key, key=lambda key: by_key[key].runs, reverse=True):
-            if len(kept) >= keys - 1:
-                break
-            if key not in kept and key != OTHER:
-                kept.append(key)
-        other = by_key.pop(OTHER, None) or Aggregate()
-        bounded = {key: by_key.pop(key) for key in kept}
-        for aggregate in by_key.values():
-            other.merge(aggregate)
-        self._by_key = {**bounded, OTHER: other}
+        present = self.awake.keys() | self.saved.keys()
+        if len(present) <= keys:
+            return False
+        kept = [key for key in dict.fromkeys(first) if key in present and key != OTHER][:keys]
+        if len(kept) < keys - 1:
+            by_key = self.by_key
+            busiest = sorted(by_key, key=lambda key: by_key[key].runs, reverse=True)
+            chosen = set(kept)
+            kept = (kept + [key for key in busiest if key not in chosen and key != OTHER])[
+                : keys - 1
+            ]
+        chosen = set(kept)
+        other = self._aggregate(OTHER)
+        for key in [key for key in present if key not in chosen and key != OTHER]:
+            other.merge(self._aggregate(key))
+            del self._by_key[key]
+        return True
 
     def state(self) -> dict[str, object]:
         return {
@@ -172,17 +211,20 @@ class Summary:
             raise ValueError("newest")
         return made
 
-    def _count(self, run: Run, groups: dict[str, Aggregate]) -> None:
+    def _count(self, run: Run, groups: dict[str, Aggregate] | None = None) -> None:
+        """Count a whole run into its aggregate: this summary's, or one of `groups`."""
         if self.since is None or run.first >= self.since:
-            aggregate = groups.get(run.key)
-            if aggregate is None:
-                aggregate = groups[run.key] = Aggregate()
+            if groups is None:
+                aggregate = self._aggregate(run.key)
+            else:
+                aggregate = groups.get(run.key) or groups.setdefault(run.key, Aggregate())
             aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
 
     def _aggregate(self, key: str) -> Aggregate:
         aggregate = self._by_key.get(key)
         if aggregate is None:
-            aggregate = self._by_key[key] = Aggregate()
+            kept = self.saved.pop(key, None)
+            aggregate = self._by_key[key] = Aggregate() if kept is None else kept.wake()
         return aggregate
 
 

@@ -5,12 +5,18 @@ Both are views over the same aggregates (the Prometheus view is `prometheus.py`)
 
 from __future__ import annotations
 
+import json
+import os
+
 from adapters.jsonl import iso8601
 from domain.durations import human
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from adapters.logfile import LogSummary
     from domain.aggregate import Aggregate
+    from entrypoints.console import StreamConsole
+    from entrypoints.invocation import Invocation
 
 STRIP = {"success": ".", "failure": "x", "timeout": "T", "signal": "!"}
 """The history strip's cells, one per recent run, oldest first, in plain characters."""
@@ -187,3 +193,35 @@ def _iso(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return iso8601(epoch)
+
+
+def show(
+    found: LogSummary, invocation: Invocation, console: StreamConsole, logs: list[str]
+) -> None:
+    """The table or the JSON document."""
+    rows = document(found.summary.finished(), invocation.by)
+    if invocation.json:
+        doc = {
+            "logs": logs,
+            "by": invocation.by,
+            "lines": found.lines,
+            "malformed": found.malformed,
+        }
+        console.answer(json.dumps({**doc, "groups": rows}, indent=2))
+    elif rows:
+        width, colour = terminal()
+        console.answer("\n".join(table(rows, invocation.by, width, colour)))
+    elif found.lines or any(os.path.exists(path) for path in logs):
+        where = " in " + ", ".join(logs)
+        console.info("no runs" + where + (" in that time" if invocation.since is not None else ""))
+
+
+def terminal() -> tuple[int, bool]:
+    """The width (or $COLUMNS; unlimited for a pipe or a file), and whether to colour."""
+    tty = os.isatty(1)
+    colour = tty and "NO_COLOR" not in os.environ
+    if os.environ.get("COLUMNS", "").isdigit() or tty:
+        import shutil  # noqa: PLC0415 - only for a terminal or $COLUMNS
+
+        return shutil.get_terminal_size().columns, colour
+    return 1 << 16, colour

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from adapters.files import write_atomically
 from adapters.logfile import LogSummary, stop_if_ended
 from adapters.signals import ending
-from domain.errors import ExitStatus, Interrupted, StateError
+from domain.errors import Damaged, ExitStatus, Interrupted, StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -41,12 +40,22 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             history, checkpoint = _history(logs, by, watch, console)
             window = None if since is None else _read(logs, by, since, watch)
         stop_if_ended(watch)
-        _write_out(invocation, logs, history, checkpoint, window, console, now)
+        try:
+            text = _prepare(invocation, logs, history, checkpoint, window, console, now)
+        except Damaged as damage:  # a saved aggregate, read only now: before anything is said
+            if checkpoint is None:
+                raise
+            history = checkpoint.afresh(str(damage), watch, console.info)
+            text = _prepare(invocation, logs, history, checkpoint, window, console, now)
+        _write_out(invocation, logs, history, checkpoint, console, text)
     finally:
         if guard is not None:
             guard.release()
     stop_if_ended(watch)
-    _show(history if window is None else window, invocation, console, logs)
+    if not console.quiet:
+        from entrypoints import report
+
+        report.show(history if window is None else window, invocation, console, logs)
     signum = ending(watch.final())
     if signum is not None:
         raise Interrupted(signum)
@@ -75,7 +84,7 @@ def _updating(logs: list[str], watch: SignalWatch) -> FcntlLock | None:
     return guard
 
 
-def _write_out(
+def _prepare(
     invocation: Invocation,
     logs: list[str],
     history: LogSummary,
@@ -83,20 +92,21 @@ def _write_out(
     window: LogSummary | None,
     console: StreamConsole,
     now: float,
-) -> None:
-    """The malformed count, the Prometheus text, and the checkpoint."""
-    by = invocation.by
-    if history.malformed:
-        noun = "line" if history.malformed == 1 else "lines"
-        console.info(
-            f"skipped {history.malformed} malformed {noun} of {history.lines} in {logs[-1]}"
-        )
+) -> str | None:
+    """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
+    the checkpoint's bound, and (unless -q) the whole history for the table. Nothing is
+    written yet, so that a damaged saved aggregate can still be set aside."""
+    if not console.quiet:
+        history.summary.by_key  # noqa: B018 - every saved aggregate read, here
+    text = None
     if invocation.prometheus is not None:
         from entrypoints import prometheus
 
-        text, series = prometheus.text(
+        labels = [list(pair) for pair in invocation.labels]
+        reuse = checkpoint is not None and checkpoint.labels == labels
+        text, series, exported = prometheus.text(
             history.summary,
-            by,
+            invocation.by,
             malformed=history.malformed,
             series=[] if checkpoint is None else checkpoint.series,
             now=now,
@@ -105,15 +115,35 @@ def _write_out(
             constant=tuple(invocation.labels),
             log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
             retire_before=None if not invocation.retire_after else now - invocation.retire_after,
+            kept=checkpoint.kept if checkpoint is not None and reuse else None,
         )
+        if checkpoint is not None:
+            checkpoint.series, checkpoint.exported, checkpoint.labels = series, exported, labels
+    if checkpoint is not None:
+        checkpoint.bound(history)
+    return text
+
+
+def _write_out(
+    invocation: Invocation,
+    logs: list[str],
+    history: LogSummary,
+    checkpoint: Checkpoint | None,
+    console: StreamConsole,
+    text: str | None,
+) -> None:
+    """The malformed count, the Prometheus text, and the checkpoint."""
+    if history.malformed:
+        noun = "line" if history.malformed == 1 else "lines"
+        console.info(
+            f"skipped {history.malformed} malformed {noun} of {history.lines} in {logs[-1]}"
+        )
+    if text is not None:
         if invocation.prometheus == "-":
             console.answer(text.removesuffix("\n"), even_quiet=True)
         else:
-            _export(invocation.prometheus, text)
-        if checkpoint is not None:
-            checkpoint.series = series
+            _export(str(invocation.prometheus), text)
     if checkpoint is not None:
-        checkpoint.bound(history)
         try:
             checkpoint.save(history)
         except OSError as exc:
@@ -188,42 +218,6 @@ def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
     if isinstance(exc, FileNotFoundError):
         return StateError(f"no attempt log at {path}")
     return StateError(f"cannot read {path}: {exc.strerror or exc}")
-
-
-def _show(
-    found: LogSummary, invocation: Invocation, console: StreamConsole, logs: list[str]
-) -> None:
-    """The table or the JSON document (with -q, neither: nothing would be shown)."""
-    if console.quiet:
-        return
-    from entrypoints import report
-
-    rows = report.document(found.summary.finished(), invocation.by)
-    if invocation.json:
-        doc = {
-            "logs": logs,
-            "by": invocation.by,
-            "lines": found.lines,
-            "malformed": found.malformed,
-        }
-        console.answer(json.dumps({**doc, "groups": rows}, indent=2))
-    elif rows:
-        width, colour = _terminal()
-        console.answer("\n".join(report.table(rows, invocation.by, width, colour)))
-    elif found.lines or any(os.path.exists(path) for path in logs):
-        where = " in " + ", ".join(logs)
-        console.info("no runs" + where + (" in that time" if invocation.since is not None else ""))
-
-
-def _terminal() -> tuple[int, bool]:
-    """The width (or $COLUMNS; unlimited for a pipe or a file), and whether to colour."""
-    tty = os.isatty(1)
-    colour = tty and "NO_COLOR" not in os.environ
-    if os.environ.get("COLUMNS", "").isdigit() or tty:
-        import shutil
-
-        return shutil.get_terminal_size().columns, colour
-    return 1 << 16, colour
 
 
 def _export(path: str, text: str) -> None:

@@ -22,7 +22,7 @@ def exported() -> set[str]:
     for n, rc in enumerate([0, 1, 124, 143]):
         s.add(f"r{n}", "job", T0 + n, 1, rc, 10, False)
     s.add("w", "job", T0 + 9, 1, 1, 10, True)
-    text, _ = prometheus.text(
+    text, _, _ = prometheus.text(
         s, "cmd", malformed=1, series=[], now=T0, window=s.finished(), window_seconds=60
     )
     return {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters import saved
 from tests.e2e.conftest import Lab
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J"
@@ -61,14 +62,15 @@ def checkpoint(lab: Lab) -> Path:
     return lab.home / ".runs.jsonl.stats-cmd.json"
 
 
-GOOD = {
-    "version": 7,
+HEADER = {
     "by": "cmd",
     "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
     "lines": 0,
     "malformed": 0,
     "series": [],
-    "summary": {"keys": {}, "open": {}, "newest": 0.0},
+    "labels": None,
+    "newest": 0.0,
+    "open": {},
 }
 WRONG = [
     ("position", "offset", "abc"),
@@ -76,27 +78,81 @@ WRONG = [
     ("position", "head", 7),
     (None, "lines", "many"),
     (None, "series", [1, 2]),
-    ("summary", "keys", {"x": {"runs": "x"}}),
-    ("summary", "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
-    ("summary", "newest", float("nan")),
+    (None, "labels", [["env"]]),
+    (None, "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
+    (None, "newest", float("nan")),
+    ("keys", "true", {"runs": "x"}),  # the aggregate of the command the log adds a run to
+    ("keys", "true", [1, 2]),
+    ("keys", "true", "{"),
+    ("keys", None, "not a key line"),
 ]
+
+
+def plant(lab: Lab, header: dict[str, object], keys: str = "") -> None:
+    """A checkpoint of this header and keys' text, whole (its CRC matches)."""
+    checkpoint(lab).write_bytes(saved.sealed(header, keys))
+
+
+def key_line(key: str, state: object, last_run: float | None = None) -> str:
+    text = state if isinstance(state, str) else json.dumps(state)
+    return json.dumps([key, last_run, None, None]) + "\t" + text + "\n"
 
 
 @pytest.mark.parametrize(("part", "field", "value"), WRONG)
 def test_a_checkpoint_with_wrong_types_is_set_aside_once(
-    lab: Lab, part: str | None, field: str, value: object
+    lab: Lab, part: str | None, field: str | None, value: object
 ) -> None:
     """Regression: valid JSON with a wrong type was an internal error on every later run."""
     lab.run("run", "--", "true")
-    document = json.loads(json.dumps(GOOD))
-    (document[part] if part else document)[field] = value
-    checkpoint(lab).write_text(json.dumps(document))
+    header = json.loads(json.dumps(HEADER))
+    keys = ""
+    if part == "keys":
+        keys = key_line(field, value) if field else f"{value}\n"
+    else:
+        (header[part] if part else header)[field] = value
+    plant(lab, header, keys)
     first = lab.run("stats", "-q", "--json")
     assert first.returncode == 0, first.stderr
     assert first.stderr.startswith(b"runner: set the stats checkpoint ")
+    assert first.stderr.count(b"\n") == 1
     again = lab.run("stats", "--json")
     assert (again.returncode, again.stderr) == (0, b"")
     assert json.loads(again.stdout)["groups"][0]["runs"] == 1
+
+
+@pytest.mark.parametrize("shown", [["--json"], ["-q", "--prometheus", "-"]])
+def test_a_damaged_aggregate_is_set_aside_when_it_is_read(lab: Lab, shown: list[str]) -> None:
+    """A key's aggregate is read only when something needs it: no new run of its command,
+    but the table or the export. Then it is set aside as a whole checkpoint is, at once."""
+    lab.run("run", "--", "true")
+    header = {**json.loads(json.dumps(HEADER)), "series": ["old job"]}
+    plant(lab, header, key_line("old job", {"runs": "x"}, 1.7e9))
+    result = lab.run("stats", *shown)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(b"runner: set the stats checkpoint ")
+    assert b"an aggregate does not hold together" in result.stderr
+    assert b"old job" not in result.stdout
+    assert result.stdout.count(b"# TYPE runner_runs_total ") == ("-" in shown)  # said once
+    again = lab.run("stats", "--json")
+    assert (again.returncode, again.stderr) == (0, b"")
+    assert [group["cmd"] for group in json.loads(again.stdout)["groups"]] == ["true"]
+
+
+def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
+    """Every byte after the header is under its CRC: a count changed in the lines kept for
+    the export is not exported as it is, but set aside, and the log read afresh."""
+    for _ in range(2):
+        lab.run("run", "--", "true")
+    prom = lab.home / "runner.prom"
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    data = checkpoint(lab).read_bytes()
+    success = b'runner_runs_total{cmd="true",outcome="success"} 2\n'
+    assert data.count(success) == 1
+    checkpoint(lab).write_bytes(data.replace(success, success.replace(b"} 2", b"} 7")))
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert b"set the stats checkpoint" in result.stderr
+    assert b"CRC" in result.stderr or b"ValueError" in result.stderr
+    assert success in prom.read_bytes()
 
 
 def test_a_checkpoint_that_is_a_fifo_or_a_device_is_never_read(lab: Lab) -> None:
@@ -119,9 +175,10 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
         pytest.skip("making a file of another user needs root")
     lab.run("run", "--", "true")
     lab.run("stats", "-q")
-    planted = json.loads(checkpoint(lab).read_text())
-    planted["summary"]["keys"]["true"]["runs"] = 1_000_000
-    checkpoint(lab).write_text(json.dumps(planted))
+    first, _, keys = checkpoint(lab).read_text().partition("\n")
+    header = {k: v for k, v in json.loads(first).items() if k not in ("version", "crc")}
+    assert '"runs":1,' in keys
+    plant(lab, header, keys.replace('"runs":1,', '"runs":1000000,'))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
     assert b"not by this user" in result.stderr
@@ -137,10 +194,35 @@ def test_the_checkpoint_keeps_200_commands_apart_at_most(lab: Lab) -> None:
     )
     lab.log.write_text("".join(line % (n, n) for n in range(1000)))
     lab.run("stats", "-q")
-    kept = json.loads(checkpoint(lab).read_text())["summary"]["keys"]
+    loaded = saved.read(checkpoint(lab).read_bytes(), "cmd")
+    assert loaded is not None
+    kept = loaded.summary.by_key
     assert len(kept) == 200
-    assert sum(group["runs"] for group in kept.values()) == 1000
+    assert sum(group.runs for group in kept.values()) == 1000
     assert "(other)" in kept
+
+
+def test_a_series_exported_again_carries_the_labels_of_this_export(lab: Lab) -> None:
+    """The lines of a command with no new run are exported again as they were, unless the
+    constant labels changed: then every series is written anew."""
+    lab.run("run", "--", "true")
+    lab.run("run", "--name", "nightly", "--", "false")
+    prom = lab.home / "runner.prom"
+    series = [b"runner_runs_total", b"runner_run_duration_seconds_bucket", b"runner_last_exit_code"]
+    for env in ("a", "a", "b", "b"):
+        result = lab.run("stats", "-q", "--prometheus", str(prom), "--label", f"env={env}")
+        assert (result.returncode, result.stderr) == (0, b"")
+        lines = [line for line in prom.read_bytes().splitlines() if line.startswith(tuple(series))]
+        assert len(lines) > 20
+        assert all(line.startswith(tuple(series)) and b'env="%s"' % env.encode() in line
+                   for line in lines)  # fmt: skip
+    fresh = lab.home / "fresh.prom"
+    checkpoint(lab).unlink()
+    lab.run("stats", "-q", "--prometheus", str(fresh), "--label", "env=b")
+    stamp = b"runner_stats_generated_timestamp_seconds"
+    assert [line for line in prom.read_bytes().splitlines() if not line.startswith(stamp)] == [
+        line for line in fresh.read_bytes().splitlines() if not line.startswith(stamp)
+    ]
 
 
 def test_a_new_log_is_private_and_an_existing_one_keeps_its_mode(lab: Lab) -> None:

@@ -9,9 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.aggregate import RECENT, outcome_of
+from domain.aggregate import RECENT
+from domain.errors import Damaged
 from domain.histogram import Histogram
-from domain.stats import Summary
+from domain.outcomes import outcome_of
+from domain.stats import OTHER, Summary
+from tests.fakes import FakeSaved
 
 T0 = 1_800_000_000.0
 
@@ -301,3 +304,104 @@ def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
     assert [at for at, _ in together.recent] == [at for at, _ in latest]
     together.recent = latest  # runs that started in the same instant may come in either order
     assert together.state() == one_by_one.state()
+
+
+def saved_summary(*keys: str) -> tuple[Summary, dict[str, FakeSaved]]:
+    """A summary as a checkpoint leaves it: each key's aggregate kept, not read (one run)."""
+    kept = {}
+    for n, key in enumerate(keys):
+        one = Summary()
+        attempt(one, f"old-{key}", key, n, 1, 0, 10, False)
+        kept[key] = FakeSaved(one.by_key[key])
+    s = Summary()
+    s.saved = dict(kept)
+    return s, kept
+
+
+def test_a_saved_aggregate_is_read_only_when_a_run_is_added_to_it() -> None:
+    s, kept = saved_summary("deploy", "backup", "report")
+    attempt(s, "r1", "deploy", 50, 1, 1, 100, True)
+    attempt(s, "r1", "deploy", 51, 2, 0, 100, False)
+    later = Summary()
+    attempt(later, "r2", "backup", 60, 1, 0, 5, False)
+    s.merge(later)
+    assert set(s.awake) == {"deploy", "backup"}
+    assert (kept["deploy"].wakes, kept["backup"].wakes, kept["report"].wakes) == (1, 1, 0)
+    assert s.last_runs() == {"deploy": T0 + 50, "backup": T0 + 60, "report": T0 + 2}
+    assert kept["report"].wakes == 0
+    assert {key: group.runs for key, group in s.by_key.items()} == {
+        "deploy": 2,
+        "backup": 2,
+        "report": 1,
+    }
+    assert kept["report"].wakes == 1
+
+
+def test_bound_keeps_the_exported_saved_keys_unread() -> None:
+    """Beyond the bound, keys already exported stay apart without being read; the new ones
+    join (other)."""
+    s, kept = saved_summary("a", "b", "c")
+    for n, key in enumerate(["d", "e"]):
+        attempt(s, f"new-{n}", key, 10 + n, 1, 0, 10, False)
+    assert s.bound(["a", "b", "c"], keys=4, runs=10)
+    assert [fake.wakes for fake in kept.values()] == [0, 0, 0]
+    assert set(s.saved) == {"a", "b", "c"}
+    assert set(s.awake) == {OTHER}
+    assert s.by_key[OTHER].runs == 2
+    assert not s.bound(["a", "b", "c"], keys=4, runs=10)
+
+
+def test_bound_never_counts_an_exported_other_twice() -> None:
+    """Regression: a command named (other), once exported, made bound pop it twice."""
+    s = Summary()
+    for n, key in enumerate([OTHER, "a", "b", "c"]):
+        attempt(s, f"r{n}", key, n, 1, 0, 10, False)
+    s.bound([OTHER, "a", "b"], keys=3, runs=10)
+    assert sum(group.runs for group in s.by_key.values()) == 4
+    assert len(s.by_key) <= 3
+
+
+def test_a_damaged_saved_aggregate_is_said_when_it_is_read() -> None:
+    s, _ = saved_summary("deploy")
+    s.saved["broken"] = FakeSaved(s.saved["deploy"].wake(), damaged=True)
+    attempt(s, "r1", "deploy", 50, 1, 0, 100, False)
+    assert s.awake["deploy"].runs == 2
+    with pytest.raises(Damaged):
+        s.by_key  # noqa: B018 - reading every aggregate
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("runs", "x"),
+        ("runs", -1),
+        ("retried", 1.5),
+        ("attempts", True),
+        ("last_run", float("nan")),
+        ("last_run", "x"),
+        ("last_duration", float("inf")),
+        ("last_rc", "0"),
+        ("recent", [[1.0]]),
+    ],
+)
+def test_an_aggregate_state_of_a_wrong_kind_is_refused(field: str, value: object) -> None:
+    """Nothing that passes from_state can fail later, when it is counted into or shown."""
+    from domain.aggregate import Aggregate
+
+    state = json.loads(json.dumps(small_log().by_key["deploy"].state()))
+    assert Aggregate.from_state(state).runs == 2
+    state[field] = value
+    with pytest.raises((ValueError, TypeError)):
+        Aggregate.from_state(state)
+
+
+def test_reading_one_aggregate_leaves_the_others_waiting() -> None:
+    """Regression: reading one key's aggregate counted every key's waiting runs, so an
+    export of 10,000 commands did so 10,000 times (a first read took 24 s instead of 5)."""
+    s = Summary()
+    for n, key in enumerate(["a", "b", "c"]):
+        attempt(s, f"r{n}", key, n, 1, 0, 10, False)
+    assert s.aggregate("a").runs == 1
+    assert set(s._singles) == {"b", "c"}
+    assert s.aggregate("none").runs == 0
+    assert {key: group.runs for key, group in s.by_key.items()} == {"a": 1, "b": 1, "c": 1}
