@@ -29,8 +29,8 @@ from domain.stats import OTHER, Summary
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
-    from adapters.saved import Lines
     from adapters.signals import SignalWatch
 
 SIZE_MAX = 32 << 20
@@ -62,13 +62,12 @@ class Checkpoint:
         folder, name = os.path.split(log)
         self.path = os.path.join(folder, f".{name}.stats-{by}.json")
         self.series: list[str] = []
-        self.kept: dict[str, Lines] = {}
-        """The lines each key was last exported with under a label of its own, as saved:
-        (label, lines of each metric family)."""
-        self.exported: dict[str, Lines] | None = None
-        """The same, of this stats' export (None: it exports nothing)."""
-        self.labels: list[list[str]] | None = None
-        """The constant labels (--label) those lines carry (None: none were exported)."""
+        self.export: dict[str, Any] | None = None
+        """The textfile written last: its path, identity, constant labels, and where its
+        `lines` of each key exported under a label of its own are (see adapters.saved)."""
+        self.placed: dict[str, list[object]] | None = None
+        """Where this stats' export put each key's lines (None: it exports nothing)."""
+        self._written = False
         self._position: dict[str, object] | None = None
 
     def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
@@ -91,8 +90,7 @@ class Checkpoint:
     def afresh(self, reason: str, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """Set the checkpoint aside (one warning) and read the log afresh."""
         self.alarm(f"set the stats checkpoint {self.path} aside ({reason}); reading the log afresh")
-        self.series, self.kept, self.labels, self._position = [], {}, None, None
-        self.exported = None
+        self.series, self.export, self.placed, self._position = [], None, None, None
         return self._read_on(LogSummary(Summary(), 0, 0), watch, warn)
 
     def _read_on(
@@ -138,18 +136,32 @@ class Checkpoint:
             "lines": total.lines,
             "malformed": total.malformed,
             "series": self.series,
-            "labels": self.labels,
             "newest": total.summary.newest,
             "open": {run_id: run.state() for run_id, run in total.summary.open.items()},
         }
-        data = saved.write(header, total.summary, self.exported)
+        header["export"] = self._export_of(total.summary)
+        data = saved.write(header, total.summary)
         write_atomically(self.path, data, 0o600, durable=False)
 
     def bound(self, total: LogSummary) -> None:
         """Keep KEYS_MAX keys apart at most, the exported ones first, and OPEN_MAX open runs
         (see Summary.bound): the checkpoint's size does not grow with the log."""
-        if total.summary.bound(self.series, KEYS_MAX, OPEN_MAX) and self.exported is not None:
-            self.exported.pop(OTHER, None)  # what joined it since it was exported
+        if total.summary.bound(self.series, KEYS_MAX, OPEN_MAX) and self.placed is not None:
+            self.placed.pop(OTHER, None)  # what joined it since it was exported
+
+    def exported(self, identity: dict[str, object], labels: list[list[str]]) -> None:
+        """This stats' export was written to a textfile of `identity`, with these constant
+        labels: where it put each key's lines is what the next export may copy."""
+        self.export = {**identity, "labels": labels, "lines": self.placed or {}}
+        self._written = True
+
+    def _export_of(self, summary: Summary) -> dict[str, Any] | None:
+        """The textfile to copy from next time: the one written now, or else the one before
+        without the keys that changed since (the lines there are no longer theirs)."""
+        if self.export is None or self._written:
+            return self.export
+        lines = self.export["lines"]
+        return {**self.export, "lines": {k: v for k, v in lines.items() if k in summary.saved}}
 
     def _resume(
         self,
@@ -193,7 +205,7 @@ class Checkpoint:
         Raises _Untrusted for a checkpoint that is not this user's own regular file, is too
         large, or does not hold together.
         """
-        self.series, self.kept, self.labels, self._position = [], {}, None, None
+        self.series, self.export, self.placed, self._position = [], None, None, None
         raw = _read_own(self.path)
         if raw is None:
             return LogSummary(Summary(), 0, 0)
@@ -203,7 +215,7 @@ class Checkpoint:
             raise _Untrusted(f"it does not hold together: {type(exc).__name__}") from None
         if loaded is None:
             return LogSummary(Summary(), 0, 0)
-        self.series, self.kept, self.labels = loaded.series, loaded.kept, loaded.labels
+        self.series, self.export = loaded.series, loaded.export
         self._position = loaded.position
         return LogSummary(loaded.summary, loaded.lines, loaded.malformed)
 

@@ -9,7 +9,9 @@ CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 """A temporary file is always a new file of ours: never one planted at its name, nor a link."""
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+def write_atomically(
+    path: str, data: bytes, mode: int = 0o644, *, durable: bool = True
+) -> os.stat_result:
     """Write a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder.
 
     A reader sees the old file or the new one, never a part. Without `durable` the
@@ -17,7 +19,8 @@ def write_atomically(path: str, data: bytes, mode: int = 0o644, *, durable: bool
     (for files that are written again anyway, such as a checkpoint). The temporary file
     has an unpredictable name and is created new (mode 0600 until it is whole,
     then `mode`), so a link planted in a shared folder is never followed. On
-    failure the temporary file is removed and the OSError propagates.
+    failure the temporary file is removed and the OSError propagates. Returns the new
+    file's status, as written (its device, inode, size and modification time).
     """
     folder = os.path.dirname(path) or "."
     temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(8).hex()}.tmp")
@@ -30,6 +33,7 @@ def write_atomically(path: str, data: bytes, mode: int = 0o644, *, durable: bool
                 os.fchmod(fd, mode)
             if durable:
                 os.fsync(fd)
+            written = os.fstat(fd)
         finally:
             os.close(fd)
         os.rename(temporary, path)
@@ -41,6 +45,7 @@ def write_atomically(path: str, data: bytes, mode: int = 0o644, *, durable: bool
         raise
     if durable:
         sync_folder(folder)
+    return written
 
 
 def sync_folder(folder: str) -> None:

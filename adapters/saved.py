@@ -1,17 +1,20 @@
-"""The checkpoint's file: a header, then each command's aggregate and its exported lines.
+"""The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 8, "crc": …, "by": …, "position": …, "series": …, "open": …, …}
-    ["<key>", <last run>, "<label>", [<length>, …]]<TAB>{<the aggregate>}
-    <the key's lines of the first metric family>
+    {"version": 8, "crc": …}
+    {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
+     "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
+                "lines": {key: [label, [offset, length, …]], …}} or null, …}
+    {the first key's aggregate}
     …
 
-One line of JSON a key, then (when it was exported under a label of its own) its
-lines of each metric family, as many characters as the lengths say, each followed
-by a newline. A key's JSON is read only when something is added to it, and its
-lines are exported again as they are while it is unchanged: a `stats` that reads a
-few new lines decodes, renders and encodes the few keys they touch, whatever the
-number of commands in the history. The header holds the CRC-32 of all that follows
-it, so a file damaged in any byte is known at once. Nothing in it is code to run.
+Every line is JSON, and ASCII. An aggregate is decoded only when something is added
+to it, or shown, and written back as it was read while it is unchanged; `export`
+says where the textfile written last holds each unchanged key's lines, so that they
+are copied rather than rendered again (see entrypoints.prometheus). A `stats` that
+reads a few new lines so decodes, renders and encodes only the keys they touch,
+whatever the number of commands in the history. The first line holds the CRC-32 of
+all the others: a file damaged in any byte is known at once. Nothing in it is code
+to run.
 """
 
 from __future__ import annotations
@@ -30,35 +33,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 VERSION = 8
-PIECES_MAX = 64
-"""Metric families a key's exported lines may be split into, at most."""
-
-Lines = tuple[str, list[str]]
-"""A key's exported lines: the label it was exported under alone, and its lines of each
-metric family (one string a family)."""
 
 
 class Kept:
-    """A key as the file holds it (domain.ports.Saved): its aggregate's JSON, not read yet."""
+    """A key's aggregate as the file holds it (domain.ports.Saved): JSON, not read yet."""
 
-    __slots__ = ("label", "last_run", "pieces", "state", "text")
+    __slots__ = ("last_run", "state")
 
-    def __init__(
-        self,
-        last_run: float | None,
-        label: str | None,
-        pieces: list[str] | None,
-        state: str,
-        text: str,
-    ) -> None:
+    def __init__(self, last_run: float | None, state: bytes) -> None:
         self.last_run = last_run
-        self.label = label
-        """The label its `pieces` were exported under (None: they were not)."""
-        self.pieces = pieces
-        """Its exported lines, one string a metric family (None: not exported alone)."""
         self.state = state
-        self.text = text
-        """The key as the file holds it, to write back unchanged."""
 
     def wake(self) -> Aggregate:
         try:
@@ -71,34 +55,27 @@ class Kept:
 
 
 class Loaded:
-    """What a checkpoint file holds: its header's fields, a Summary, and the exported lines
-    kept for its keys."""
+    """What a checkpoint file holds: its header's fields, and a Summary."""
 
-    def __init__(self, header: dict[str, Any], summary: Summary, kept: dict[str, Lines]) -> None:
+    def __init__(self, header: dict[str, Any], summary: Summary) -> None:
         self.summary = summary
         self.lines: int = header["lines"]
         self.malformed: int = header["malformed"]
         self.series: list[str] = header["series"]
-        self.labels: list[list[str]] | None = header.get("labels")
         self.position: dict[str, object] = header["position"]
-        self.kept = kept
+        self.export: dict[str, Any] | None = header.get("export")
         self._check()
 
     def _check(self) -> None:
-        """ValueError unless every field is of its kind (the keys' aggregates are checked
-        when they are read)."""
-        position, labels = self.position, self.labels
+        """ValueError unless every field is of its kind (the aggregates are checked when
+        they are read, the export's lines when they are copied)."""
+        position, export = self.position, self.export
         if not -1e15 < self.summary.newest < 1e15:  # also false for NaN
             raise ValueError("newest")
         if not (_count(self.lines) and _count(self.malformed) and type(self.series) is list):
             raise ValueError("counts")
         if not all(type(label) is str for label in self.series):
             raise ValueError("series")
-        if labels is not None and not all(
-            type(pair) is list and len(pair) == 2 and set(map(type, pair)) == {str}
-            for pair in labels
-        ):
-            raise ValueError("labels")
         if not (
             type(position) is dict
             and _count(position["dev"])
@@ -107,93 +84,77 @@ class Loaded:
             and (position["head"] is None or type(position["head"]) is str)
         ):
             raise ValueError("position")
+        if export is not None and not (
+            type(export) is dict
+            and type(export["path"]) is str
+            and all(_count(export[name]) for name in ("dev", "ino", "size", "mtime_ns"))
+            and type(export["labels"]) is list
+            and all(
+                type(pair) is list and set(map(type, pair)) == {str} for pair in export["labels"]
+            )
+            and type(export["lines"]) is dict
+        ):
+            raise ValueError("export")
 
 
 def read(raw: bytes, by: str) -> Loaded | None:
     """The checkpoint in `raw`, or None when it is of another version or grouping. Raises
-    ValueError (or KeyError, TypeError, IndexError) when it is not one this module wrote
-    whole; a key's aggregate is checked when it is read (Kept.wake)."""
+    ValueError (or KeyError, TypeError, IndexError, AttributeError) when it is not one this
+    module wrote whole; an aggregate is checked when it is read (Kept.wake)."""
     end = raw.find(b"\n")
-    header = json.loads(raw[: end if end >= 0 else len(raw)])
+    first = json.loads(raw[: end if end >= 0 else len(raw)])
+    if type(first) is not dict:
+        raise TypeError("first line")
+    if first.get("version") == 7:  # one JSON document (0.5): read whole, once
+        if first["by"] != by:
+            return None
+        return Loaded(first, Summary.from_state(first["summary"]))
+    if first.get("version") != VERSION:
+        return None
+    rest = memoryview(raw)[end + 1 :]
+    if crc32(rest) != first.get("crc"):
+        raise ValueError("its CRC does not match")
+    lines = raw[end + 1 :].split(b"\n")
+    header = json.loads(lines[0])
     if type(header) is not dict:
         raise TypeError("header")
-    if header.get("by") != by:
+    if header["by"] != by:
         return None
-    if header.get("version") == 7:  # one JSON document (0.5), read whole once
-        return Loaded({**header, "labels": None}, Summary.from_state(header["summary"]), {})
-    if header.get("version") != VERSION:
-        return None
-    body = raw[end + 1 :] if end >= 0 else b""
-    if crc32(body) != header.get("crc"):
-        raise ValueError("its CRC does not match")
-    keys = _keys(body.decode("utf-8", "surrogatepass"))
+    keys, states = header["keys"], lines[1:]
+    if not (type(keys) is list and len(states) == len(keys) + 1 and states[-1] == b""):
+        raise ValueError("keys")
     summary = Summary()
-    summary.saved = dict(keys)
+    for (key, last_run), state in zip(keys, states, strict=False):
+        if type(key) is not str or key in summary.saved:
+            raise ValueError("key")
+        summary.saved[key] = Kept(_when(last_run), state)
     runs: dict[str, list[Any]] = header["open"]
     summary.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
     summary.newest = float(header["newest"])
-    kept = {
-        key: (found.label, found.pieces)
-        for key, found in keys.items()
-        if found.label is not None and found.pieces is not None
-    }
-    return Loaded(header, summary, kept)
+    return Loaded(header, summary)
 
 
-def _keys(data: str) -> dict[str, Kept]:
-    keys: dict[str, Kept] = {}
-    at, size = 0, len(data)
-    while at < size:
-        tab, end = data.find("\t", at), data.find("\n", at)
-        if not at < tab < end:
-            raise ValueError("key line")
-        key, last_run, label, lengths = json.loads(data[at:tab])
-        if type(key) is not str or key in keys:
-            raise ValueError("key")
-        pieces, start = None, end + 1
-        if lengths is not None:
-            if not (type(lengths) is list and len(lengths) <= PIECES_MAX and type(label) is str):
-                raise ValueError("lengths")
-            pieces = []
-            for length in lengths:
-                if type(length) is not int or length < 0 or data[start + length] != "\n":
-                    raise ValueError("piece")
-                pieces.append(data[start : start + length])
-                start += length + 1
-        elif label is not None:
-            raise ValueError("label")
-        keys[key] = Kept(_when(last_run), label, pieces, data[tab + 1 : end], data[at:start])
-        at = start
-    return keys
-
-
-def write(header: dict[str, object], summary: Summary, exported: dict[str, Lines] | None) -> bytes:
-    """The checkpoint: the header, then the keys. A key still as the file held it is written
-    back unchanged (without its lines when an export left it out); the others anew, with
-    the lines `exported` under their label alone, if any (None: nothing was exported)."""
-    parts = []
+def write(header: dict[str, object], summary: Summary) -> bytes:
+    """The checkpoint of `header` (without its keys) and `summary`: an aggregate still as
+    the file held it is written back unchanged, the others anew."""
+    keys, states = [], []
     for key, kept in list(summary.saved.items()):
-        if not isinstance(kept, Kept):
-            summary.aggregate(key)  # read: written anew below
-        elif exported is None or key in exported:
-            parts.append(kept.text)
+        if isinstance(kept, Kept):
+            keys.append([key, kept.last_run])
+            states.append(kept.state)
         else:
-            parts += [json.dumps([key, kept.last_run, None, None]), "\t", kept.state, "\n"]
+            summary.aggregate(key)  # read: written below with the others
     for key, aggregate in summary.awake.items():
-        label, pieces = (exported or {}).get(key) or (None, None)
-        lengths = None if pieces is None else [len(piece) for piece in pieces]
-        state = json.dumps(aggregate.state(), separators=(",", ":"))
-        parts += [json.dumps([key, aggregate.last_run, label, lengths]), "\t", state, "\n"]
-        if pieces is not None:
-            parts += [f"{piece}\n" for piece in pieces]
-    return sealed(header, "".join(parts))
+        keys.append([key, aggregate.last_run])
+        states.append(json.dumps(aggregate.state(), separators=(",", ":")).encode())
+    return sealed({**header, "keys": keys}, states)
 
 
-def sealed(header: dict[str, object], body: str) -> bytes:
-    """The file of `header` and the keys' text `body`: the version and CRC put in."""
-    data = body.encode("utf-8", "surrogatepass")
-    first = {"version": VERSION, "crc": crc32(data), **header}
-    return json.dumps(first, separators=(",", ":")).encode() + b"\n" + data
+def sealed(header: dict[str, object], states: list[bytes]) -> bytes:
+    """The file of `header` (its keys in it) and their aggregates' JSON, with the version
+    and the CRC-32 put in first."""
+    rest = b"\n".join([json.dumps(header, separators=(",", ":")).encode(), *states, b""])
+    return json.dumps({"version": VERSION, "crc": crc32(rest)}).encode() + b"\n" + rest
 
 
 def _when(value: object) -> float | None:

@@ -3,6 +3,9 @@ exposition format wants it (labels escaped, numbers as the client libraries writ
 
 from __future__ import annotations
 
+from itertools import chain, compress, pairwise, repeat
+from operator import add, and_, eq, not_
+
 from domain.outcomes import OUTCOMES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -118,3 +121,87 @@ def _number(value: float) -> str:
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+NAMES = [name.encode() for name, _, _ in FAMILIES]
+"""Each family's name, as its lines start."""
+
+
+class Copy:
+    """The lines of unchanged series in the textfile written before, to copy rather than
+    render: for each family, the runs of series whose lines follow one another there, each
+    copied as one slice (a few slices where nearly nothing changed).
+
+    `labels` are the copied series' places among the series now (ascending); `spans`, for
+    each, where its lines of each family were, [offset, length, …]. Raises ValueError when
+    they are not where a family's lines start and end.
+    """
+
+    def __init__(self, old: bytes, labels: list[int], spans: list[list[int]]) -> None:
+        width = 2 * len(FAMILIES)
+        flat = list(chain.from_iterable(spans))
+        if len(flat) != width * len(spans) or not set(map(type, flat)) <= {int}:
+            raise ValueError("spans")
+        if min(flat, default=0) < 0:
+            raise ValueError("spans")
+        self.view, self.labels = memoryview(old), labels
+        self.starts: list[list[int]] = []
+        self.lengths: list[list[int]] = []
+        self.runs: list[list[tuple[int, int]]] = []
+        follows = list(map(eq, map(add, labels[:-1], repeat(1)), labels[1:]))
+        for index, name in enumerate(NAMES):
+            starts, lengths = flat[2 * index :: width], flat[2 * index + 1 :: width]
+            ends = list(map(add, starts, map(add, lengths, map(bool, lengths))))
+            joined = map(and_, follows, map(eq, ends[:-1], starts[1:]))
+            cuts = [0, *compress(range(1, len(starts)), map(not_, joined)), len(starts)]
+            runs = list(pairwise(cuts)) if starts else []
+            for first, last in runs:
+                start, end = starts[first], ends[last - 1]
+                if end > len(old) or (
+                    end > start
+                    and not (old.startswith(name, start) and old.endswith(b"\n", start, end))
+                ):
+                    raise ValueError("lines")
+            self.starts.append(starts)
+            self.lengths.append(lengths)
+            self.runs.append(runs)
+
+
+def assemble(
+    copy: Copy | None, fresh: dict[int, list[bytes]]
+) -> tuple[list[bytes | memoryview], dict[int, list[int]]]:
+    """Every family under its HELP and TYPE, the series in order: their lines copied (runs
+    of `copy`) or rendered (`fresh`, by the series' place: one string a family). And where
+    each series' lines of each family now are, by its place: [offset, length, …]."""
+    chunks: list[bytes | memoryview] = []
+    spans: dict[int, list[int]] = {place: [] for place in fresh}
+    columns: list[list[int]] = []
+    at = 0
+    for index, (name, kind, help_text) in enumerate(FAMILIES):
+        head = f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n".encode()
+        chunks.append(head)
+        at += len(head)
+        runs = [] if copy is None else copy.runs[index]
+        starts = [] if copy is None else copy.starts[index]
+        segments = [(place, -1, -1) for place in fresh]
+        if copy is not None:
+            segments += [(copy.labels[first], first, last) for first, last in runs]
+        shifts = []
+        for place, first, last in sorted(segments):
+            if first < 0:
+                piece = fresh[place][index]
+                spans[place] += at, len(piece)
+                if piece:
+                    chunks += piece, b"\n"
+                    at += len(piece) + 1
+            else:
+                lengths = copy.lengths[index]  # type: ignore[union-attr]
+                end = starts[last - 1] + lengths[last - 1] + bool(lengths[last - 1])
+                chunks.append(copy.view[starts[first] : end])  # type: ignore[union-attr]
+                shifts.append((last - first, at - starts[first]))
+                at += end - starts[first]
+        moved = chain.from_iterable(repeat(shift, count) for count, shift in shifts)
+        columns += [list(map(add, starts, moved)), [] if copy is None else copy.lengths[index]]
+    if copy is not None:
+        spans.update(zip(copy.labels, map(list, zip(*columns, strict=True)), strict=True))
+    return chunks, spans

@@ -16,11 +16,13 @@ from __future__ import annotations
 from domain.aggregate import Aggregate
 from domain.outcomes import OUTCOMES
 from domain.stats import OTHER
-from entrypoints.exposition import FAMILIES, Text
+from entrypoints.exposition import Copy, Text, assemble
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from adapters.saved import Lines
+    from collections.abc import KeysView
+    from typing import Any
+
     from domain.stats import Summary
 
 MAX_SERIES = 200
@@ -66,6 +68,14 @@ def fold(
 
 
 def text(
+    history: Summary, by: str, **options: Any
+) -> tuple[str, list[str], dict[str, list[object]]]:
+    """`render`, as text."""
+    data, known, placed = render(history, by, **options)
+    return data.decode(), known, placed
+
+
+def render(
     history: Summary,
     by: str,
     *,
@@ -77,40 +87,39 @@ def text(
     constant: tuple[tuple[str, str], ...] = (),
     log_present: bool = True,
     retire_before: float | None = None,
-    kept: dict[str, Lines] | None = None,
-) -> tuple[str, list[str], dict[str, Lines]]:
-    """The textfile, the label values it exported (to remember for the next one), and the
-    lines of each key exported under a label of its own (to export again while it is
-    unchanged).
+    before: tuple[bytes, dict[str, Any]] | None = None,
+) -> tuple[bytes, list[str], dict[str, list[object]]]:
+    """The textfile; the label values it exported (to remember for the next one); and
+    where it put the lines of each key exported under a label of its own: [label, [offset,
+    length, …]], one pair a family (to export them again while the key is unchanged).
 
     `constant` labels (--label) go on every sample, so that textfiles of several homes
     never collide; `log_present` says whether there was a log to read at all. With
     `retire_before` (epoch seconds, --retire-after), a job whose last run started
-    before then is left out, and its label no longer counts against the limit. `kept`:
-    lines exported before with the same constant labels; those of a key still saved
-    (unchanged since) are exported again as they are, its aggregate not even read.
+    before then is left out, and its label no longer counts against the limit.
+    `before`: the textfile last written with these constant labels, and where its keys'
+    lines are in it; the lines of a key still saved (unchanged since) are copied from it
+    as they are, its aggregate not even read.
     """
     last_runs = history.last_runs()
     keys_of, known = fold(last_runs, by, series)
     if retire_before is not None:
         keys_of, known = _retire(keys_of, known, last_runs, retire_before)
     out = Text(by, constant)
-    exported: dict[str, Lines] = {}
-    rendered: list[list[str]] = []
-    for label, keys in sorted(keys_of.items()):
-        pieces = None
-        if len(keys) == 1:
-            before = (kept or {}).get(keys[0])
-            if before is not None and before[0] == label and keys[0] in history.saved:
-                pieces = before[1] if len(before[1]) == len(FAMILIES) else None
-        if pieces is None:
-            pieces = out.series(label, _group(history, keys))
-        if len(keys) == 1:
-            exported[keys[0]] = (label, pieces)
-        rendered.append(pieces)
-    for index, (name, kind, help_text) in enumerate(FAMILIES):
-        out.family(name, kind, help_text)
-        out.lines += [pieces[index] for pieces in rendered if pieces[index]]
+    labels = sorted(keys_of.items())
+    copy = None if before is None else _copy(*before, labels, history.saved.keys())
+    copied = set(() if copy is None else copy.labels)
+    fresh = {
+        place: [piece.encode() for piece in out.series(label, _group(history, keys))]
+        for place, (label, keys) in enumerate(labels)
+        if place not in copied
+    }
+    chunks, spans = assemble(copy, fresh)
+    placed: dict[str, list[object]] = {
+        keys[0]: [label, spans[place]]
+        for place, (label, keys) in enumerate(labels)
+        if len(keys) == 1
+    }
     running: dict[str, int] = {}
     for key, count in history.in_progress().items():
         label = label_of(key, by) if label_of(key, by) in keys_of else OTHER
@@ -128,7 +137,28 @@ def text(
     out.plain("runner_log_present", int(log_present))
     out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
     out.plain("runner_stats_generated_timestamp_seconds", now)
-    return "\n".join(out.lines) + "\n", known, exported
+    chunks.append(("\n".join(out.lines) + "\n").encode())
+    return b"".join(chunks), known, placed
+
+
+def _copy(
+    old: bytes, where: dict[str, Any], labels: list[tuple[str, list[str]]], unchanged: KeysView[str]
+) -> Copy | None:
+    """What can be copied from the textfile written before (`where` says where each key's
+    lines are in it): the lines of the unchanged keys exported alone, under the label they
+    were exported under then. None when anything there is amiss (all is rendered anew)."""
+    places, spans = [], []
+    for place, (label, keys) in enumerate(labels):
+        found = where.get(keys[0]) if len(keys) == 1 and keys[0] in unchanged else None
+        if type(found) is list and len(found) == 2 and found[0] == label:
+            places.append(place)
+            spans.append(found[1])
+    if not all(type(found) is list for found in spans):
+        return None
+    try:
+        return Copy(old, places, spans)
+    except ValueError:
+        return None
 
 
 def _group(history: Summary, keys: list[str]) -> Aggregate:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 
-from adapters.files import write_atomically
 from adapters.logfile import LogSummary, stop_if_ended
 from adapters.signals import ending
 from domain.errors import Damaged, ExitStatus, Interrupted, StateError
@@ -13,6 +12,8 @@ from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from adapters.checkpoint import Checkpoint
     from adapters.lock import FcntlLock
     from adapters.signals import SignalWatch
@@ -41,13 +42,13 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             window = None if since is None else _read(logs, by, since, watch)
         stop_if_ended(watch)
         try:
-            text = _prepare(invocation, logs, history, checkpoint, window, console, now)
+            data = _prepare(invocation, logs, history, checkpoint, window, console, now)
         except Damaged as damage:  # a saved aggregate, read only now: before anything is said
             if checkpoint is None:
                 raise
             history = checkpoint.afresh(str(damage), watch, console.info)
-            text = _prepare(invocation, logs, history, checkpoint, window, console, now)
-        _write_out(invocation, logs, history, checkpoint, console, text)
+            data = _prepare(invocation, logs, history, checkpoint, window, console, now)
+        _write_out(invocation, logs, history, checkpoint, console, data)
     finally:
         if guard is not None:
             guard.release()
@@ -92,19 +93,18 @@ def _prepare(
     window: LogSummary | None,
     console: StreamConsole,
     now: float,
-) -> str | None:
+) -> bytes | None:
     """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
     the checkpoint's bound, and (unless -q) the whole history for the table. Nothing is
     written yet, so that a damaged saved aggregate can still be set aside."""
     if not console.quiet:
         history.summary.by_key  # noqa: B018 - every saved aggregate read, here
-    text = None
+    data = None
     if invocation.prometheus is not None:
         from entrypoints import prometheus
 
-        labels = [list(pair) for pair in invocation.labels]
-        reuse = checkpoint is not None and checkpoint.labels == labels
-        text, series, exported = prometheus.text(
+        before = None if checkpoint is None else _before(checkpoint, invocation)
+        data, series, placed = prometheus.render(
             history.summary,
             invocation.by,
             malformed=history.malformed,
@@ -115,13 +115,27 @@ def _prepare(
             constant=tuple(invocation.labels),
             log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
             retire_before=None if not invocation.retire_after else now - invocation.retire_after,
-            kept=checkpoint.kept if checkpoint is not None and reuse else None,
+            before=before,
         )
         if checkpoint is not None:
-            checkpoint.series, checkpoint.exported, checkpoint.labels = series, exported, labels
+            checkpoint.series, checkpoint.placed = series, placed
     if checkpoint is not None:
         checkpoint.bound(history)
-    return text
+    return data
+
+
+def _before(checkpoint: Checkpoint, invocation: Invocation) -> tuple[bytes, dict[str, Any]] | None:
+    """The textfile this export may copy unchanged series from: the one written last, to
+    the same path with the same constant labels, if it is still as it was written."""
+    export = checkpoint.export
+    path = invocation.prometheus
+    labels = [list(pair) for pair in invocation.labels]
+    if export is None or path in (None, "-") or export["labels"] != labels:
+        return None
+    from adapters import textfile
+
+    old = textfile.read_same(path, export)
+    return None if old is None else (old, export["lines"])
 
 
 def _write_out(
@@ -130,7 +144,7 @@ def _write_out(
     history: LogSummary,
     checkpoint: Checkpoint | None,
     console: StreamConsole,
-    text: str | None,
+    data: bytes | None,
 ) -> None:
     """The malformed count, the Prometheus text, and the checkpoint."""
     if history.malformed:
@@ -138,11 +152,15 @@ def _write_out(
         console.info(
             f"skipped {history.malformed} malformed {noun} of {history.lines} in {logs[-1]}"
         )
-    if text is not None:
+    if data is not None and invocation.prometheus is not None:
         if invocation.prometheus == "-":
-            console.answer(text.removesuffix("\n"), even_quiet=True)
+            console.answer(data.decode().removesuffix("\n"), even_quiet=True)
         else:
-            _export(str(invocation.prometheus), text)
+            from adapters import textfile
+
+            identity = textfile.write(invocation.prometheus, data)
+            if checkpoint is not None:
+                checkpoint.exported(identity, [list(pair) for pair in invocation.labels])
     if checkpoint is not None:
         try:
             checkpoint.save(history)
@@ -218,11 +236,3 @@ def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
     if isinstance(exc, FileNotFoundError):
         return StateError(f"no attempt log at {path}")
     return StateError(f"cannot read {path}: {exc.strerror or exc}")
-
-
-def _export(path: str, text: str) -> None:
-    """The textfile, whole or not at all (written again every time, so no fsync)."""
-    try:
-        write_atomically(path, text.encode("utf-8"), durable=False)
-    except OSError as exc:
-        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None

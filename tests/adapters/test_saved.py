@@ -1,9 +1,10 @@
-"""The checkpoint's file: what it keeps comes back the same, and what it exports again is
-what a full export would say."""
+"""The checkpoint's file and the export that copies from the textfile before: what is kept
+comes back the same, and what is exported again is what a full export would say."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,9 +21,9 @@ HEADER: dict[str, object] = {
     "lines": 0,
     "malformed": 0,
     "series": [],
-    "labels": None,
     "newest": 0.0,
     "open": {},
+    "export": None,
 }
 KEYS = st.text(min_size=1, max_size=12)
 """Command keys with tabs, newlines, quotes, backslashes and any other character."""
@@ -31,9 +32,10 @@ RUNS = st.lists(
     min_size=1,
     max_size=30,
 )
+Run = tuple[str, int, int, int]
 
 
-def replay(runs: list[tuple[str, int, int, int]], into: Summary, first: int = 0) -> None:
+def replay(runs: list[Run], into: Summary, first: int = 0) -> None:
     """Each run as its attempts (the failed ones followed by a wait), a second apart."""
     for n, (key, attempts, rc, ms) in enumerate(runs, start=first):
         for attempt in range(1, attempts + 1):
@@ -41,48 +43,16 @@ def replay(runs: list[tuple[str, int, int, int]], into: Summary, first: int = 0)
             into.add(f"r{n}", key, T0 + n + attempt / 10, attempt, rc if last else 1, ms, not last)
 
 
-def export(history: Summary, series: list[str], kept: dict[str, saved.Lines] | None = None):  # type: ignore[no-untyped-def]
-    return prometheus.text(
-        history, "cmd", malformed=0, series=series, now=T0, constant=(("env", "p\trod"),), kept=kept
+def export(history: Summary, series: list[str], **options: Any) -> Any:
+    return prometheus.render(
+        history, "cmd", malformed=0, series=series, now=T0, constant=(("env", "p\trod"),), **options
     )
 
 
-def through_file(history: Summary, exported: dict[str, saved.Lines] | None) -> saved.Loaded:
-    header = {**HEADER, "series": [], "labels": [["env", "p\trod"]]}
-    loaded = saved.read(saved.write(header, history, exported), "cmd")
+def through_file(history: Summary) -> saved.Loaded:
+    loaded = saved.read(saved.write(dict(HEADER), history), "cmd")
     assert loaded is not None
     return loaded
-
-
-@settings(max_examples=150, deadline=None)
-@given(RUNS, RUNS)
-def test_lines_exported_again_are_what_a_full_export_says(
-    before: list[tuple[str, int, int, int]], after: list[tuple[str, int, int, int]]
-) -> None:
-    """Keys with no new run are exported from the file as they were, unread; keys with new
-    runs are read and exported anew: byte for byte what a summary read whole exports."""
-    history = Summary()
-    replay(before, history)
-    first, series, exported = export(history, [])
-    loaded = through_file(history, exported)
-    assert export(loaded.summary, series, loaded.kept)[0] == first
-    assert loaded.summary.awake == {}
-
-    later = Summary()
-    replay(after, later, first=len(before))
-    loaded.summary.merge(later)
-    whole = Summary()
-    replay(before, whole)
-    replay(after, whole, first=len(before))
-    touched = {key for key, *_ in after}
-    assert set(loaded.summary.awake) == touched
-    again, series_again, exported_again = export(loaded.summary, series, loaded.kept)
-    expected, expected_series, _ = export(whole, series)
-    assert (again, series_again) == (expected, expected_series)
-
-    reloaded = through_file(loaded.summary, exported_again)
-    assert export(reloaded.summary, series_again, reloaded.kept)[0] == expected
-    assert figures(reloaded.summary) == figures(whole)
 
 
 def figures(history: Summary) -> dict[str, object]:
@@ -102,21 +72,62 @@ def figures(history: Summary) -> dict[str, object]:
     }
 
 
-def test_a_key_left_out_of_an_export_keeps_no_lines() -> None:
-    """Lines are kept only for the constant labels of the last export: a key retired from
-    it is written without them (its aggregate still as it was, unread)."""
+@settings(max_examples=150, deadline=None)
+@given(RUNS, RUNS)
+def test_lines_copied_from_the_textfile_before_are_what_a_full_export_says(
+    before: list[Run], after: list[Run]
+) -> None:
+    """Keys with no new run are copied from the textfile written before, unread; keys with
+    new runs are read and rendered anew: byte for byte what a summary read whole exports."""
     history = Summary()
-    replay([("old", 1, 0, 5), ("new", 1, 0, 5)], history)
-    _, series, exported = export(history, [])
-    loaded = through_file(history, exported)
-    retired, _, exported = prometheus.text(
-        loaded.summary, "cmd", malformed=0, series=series, now=T0, retire_before=T0 + 0.5,
-        constant=(("env", "p\trod"),), kept=loaded.kept,
-    )  # fmt: skip
-    assert 'cmd="old"' not in retired
-    again = through_file(loaded.summary, exported)
-    assert set(again.kept) == {"new"}
-    assert again.summary.by_key["old"].runs == 1
+    replay(before, history)
+    first, series, placed = export(history, [])
+    loaded = through_file(history)
+    assert export(loaded.summary, series, before=(first, placed))[0] == first
+    assert loaded.summary.awake == {}
+
+    later = Summary()
+    replay(after, later, first=len(before))
+    loaded.summary.merge(later)
+    whole = Summary()
+    replay(before, whole)
+    replay(after, whole, first=len(before))
+    assert set(loaded.summary.awake) == {key for key, *_ in after}
+    again, series_again, placed_again = export(loaded.summary, series, before=(first, placed))
+    expected, expected_series, _ = export(whole, series)
+    assert (again, series_again) == (expected, expected_series)
+
+    reloaded = through_file(loaded.summary)
+    assert export(reloaded.summary, series_again, before=(again, placed_again))[0] == expected
+    assert reloaded.summary.awake == {}
+    assert figures(reloaded.summary) == figures(whole)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        lambda spans: ["(other)", spans],  # another label
+        lambda spans: ["job", spans[:-2]],  # a family short
+        lambda spans: ["job", [spans[0] + 1, *spans[1:]]],  # not where a family's lines start
+        lambda spans: ["job", [*spans[:-1], spans[-1] + 10**6]],  # past the end
+        lambda spans: ["job", [-1, *spans[1:]]],
+        lambda spans: "job",
+    ],
+)
+def test_lines_are_copied_only_from_where_they_are_under_the_same_label(where: Any) -> None:
+    history = Summary()
+    replay([("job", 1, 0, 5), ("other job", 1, 1, 5)], history)
+    first, series, placed = export(history, [])
+    marked = first.replace(b'env="p\trod"', b'env="p\tROD"')  # the same places: seen if copied
+    loaded = through_file(history)
+    copied = export(loaded.summary, series, before=(marked, {"job": placed["job"]}))[0]
+    fresh = b"runner_runs_in_progress"  # rendered every time, from the open runs
+    lines = [line for line in first.splitlines() if b'cmd="job"' in line]
+    assert copied.count(b"ROD") == len([line for line in lines if not line.startswith(fresh)])
+    loaded = through_file(history)
+    text = export(loaded.summary, series, before=(marked, {"job": where(placed["job"][1])}))[0]
+    assert text == first
+    assert set(loaded.summary.awake) == {"job", "other job"}
 
 
 @pytest.mark.parametrize(
@@ -124,39 +135,23 @@ def test_a_key_left_out_of_an_export_keeps_no_lines() -> None:
     [
         lambda data: data[:-1],  # cut short
         lambda data: data.replace(b'"runs":1', b'"runs":2'),  # a count changed
-        lambda data: data.replace(b"\t", b" ", 1),  # a key line's shape
+        lambda data: data.replace(b'"lines":0', b'"lines":7'),  # the header changed
         lambda data: data + b"x",
     ],
 )
-def test_a_file_damaged_in_any_byte_is_refused(damage) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_damaged_in_any_byte_is_refused(damage: Any) -> None:
     history = Summary()
     replay([("job", 1, 0, 5)], history)
-    _, _, exported = export(history, [])
-    data = saved.write({**HEADER, "labels": [["env", "p\trod"]]}, history, exported)
+    data = saved.write(dict(HEADER), history)
     assert saved.read(data, "cmd") is not None
     with pytest.raises(ValueError, match="CRC"):
         saved.read(damage(data), "cmd")
 
 
 def test_another_version_or_grouping_is_read_as_none() -> None:
-    data = saved.write(dict(HEADER), Summary(), None)
+    data = saved.write(dict(HEADER), Summary())
     assert saved.read(data, "name") is None
-    old = json.dumps({"version": 6, "by": "cmd", "summary": {}}).encode()
-    assert saved.read(old, "cmd") is None
-
-
-@pytest.mark.parametrize(("label", "reused"), [("job", True), ("(other)", False)])
-def test_lines_are_exported_again_only_under_the_label_they_were_exported_under(
-    label: str, reused: bool
-) -> None:
-    history = Summary()
-    replay([("job", 1, 0, 5)], history)
-    _, series, exported = export(history, [])
-    loaded = through_file(history, exported)
-    marked = [f"{piece} " for piece in loaded.kept["job"][1]]
-    text, _, _ = export(loaded.summary, series, {"job": (label, marked)})
-    assert (" \n" in text) is reused
-    assert (loaded.summary.awake == {}) is reused
+    assert saved.read(json.dumps({"version": 6, "by": "cmd"}).encode(), "cmd") is None
 
 
 def test_a_checkpoint_of_0_5_is_read_whole_not_set_aside() -> None:
@@ -165,7 +160,8 @@ def test_a_checkpoint_of_0_5_is_read_whole_not_set_aside() -> None:
     history = Summary()
     replay([("job", 2, 0, 5), ("job", 1, 1, 7)], history)
     document = {**HEADER, "version": 7, "summary": history.state()}
-    del document["labels"], document["open"], document["newest"]
+    for field in ("open", "newest", "export"):
+        del document[field]
     loaded = saved.read(json.dumps(document).encode(), "cmd")
     assert loaded is not None
     assert loaded.position == HEADER["position"]

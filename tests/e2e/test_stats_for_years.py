@@ -68,9 +68,10 @@ HEADER = {
     "lines": 0,
     "malformed": 0,
     "series": [],
-    "labels": None,
     "newest": 0.0,
     "open": {},
+    "keys": [],
+    "export": None,
 }
 WRONG = [
     ("position", "offset", "abc"),
@@ -78,39 +79,37 @@ WRONG = [
     ("position", "head", 7),
     (None, "lines", "many"),
     (None, "series", [1, 2]),
-    (None, "labels", [["env"]]),
     (None, "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
     (None, "newest", float("nan")),
-    ("keys", "true", {"runs": "x"}),  # the aggregate of the command the log adds a run to
-    ("keys", "true", [1, 2]),
-    ("keys", "true", "{"),
-    ("keys", None, "not a key line"),
+    (None, "keys", "x"),
+    (None, "keys", [["true", None], ["true", None]]),
+    (None, "export", {"path": "/x", "dev": 1}),
+    ("aggregates", "true", {"runs": "x"}),  # of the command the log adds a run to
+    ("aggregates", "true", [1, 2]),
+    ("aggregates", "true", "{"),
 ]
 
 
-def plant(lab: Lab, header: dict[str, object], keys: str = "") -> None:
-    """A checkpoint of this header and keys' text, whole (its CRC matches)."""
-    checkpoint(lab).write_bytes(saved.sealed(header, keys))
-
-
-def key_line(key: str, state: object, last_run: float | None = None) -> str:
-    text = state if isinstance(state, str) else json.dumps(state)
-    return json.dumps([key, last_run, None, None]) + "\t" + text + "\n"
+def plant(lab: Lab, header: dict[str, object], aggregates: dict[str, object] | None = None) -> None:
+    """A checkpoint of this header and these aggregates, whole (its CRC matches)."""
+    found = aggregates or {}
+    header = {**header, "keys": [[key, 1.7e9] for key in found]} if found else header
+    states = [(v if isinstance(v, str) else json.dumps(v)).encode() for v in found.values()]
+    checkpoint(lab).write_bytes(saved.sealed(header, states))
 
 
 @pytest.mark.parametrize(("part", "field", "value"), WRONG)
 def test_a_checkpoint_with_wrong_types_is_set_aside_once(
-    lab: Lab, part: str | None, field: str | None, value: object
+    lab: Lab, part: str | None, field: str, value: object
 ) -> None:
     """Regression: valid JSON with a wrong type was an internal error on every later run."""
     lab.run("run", "--", "true")
     header = json.loads(json.dumps(HEADER))
-    keys = ""
-    if part == "keys":
-        keys = key_line(field, value) if field else f"{value}\n"
+    if part == "aggregates":
+        plant(lab, header, {field: value})
     else:
         (header[part] if part else header)[field] = value
-    plant(lab, header, keys)
+        plant(lab, header)
     first = lab.run("stats", "-q", "--json")
     assert first.returncode == 0, first.stderr
     assert first.stderr.startswith(b"runner: set the stats checkpoint ")
@@ -122,11 +121,13 @@ def test_a_checkpoint_with_wrong_types_is_set_aside_once(
 
 @pytest.mark.parametrize("shown", [["--json"], ["-q", "--prometheus", "-"]])
 def test_a_damaged_aggregate_is_set_aside_when_it_is_read(lab: Lab, shown: list[str]) -> None:
-    """A key's aggregate is read only when something needs it: no new run of its command,
-    but the table or the export. Then it is set aside as a whole checkpoint is, at once."""
+    """An aggregate is read only when something needs it: no new run of its command, but
+    the table or the export. Then it is set aside as a whole checkpoint is, before anything
+    is written."""
     lab.run("run", "--", "true")
-    header = {**json.loads(json.dumps(HEADER)), "series": ["old job"]}
-    plant(lab, header, key_line("old job", {"runs": "x"}, 1.7e9))
+    plant(
+        lab, {**json.loads(json.dumps(HEADER)), "series": ["old job"]}, {"old job": {"runs": "x"}}
+    )
     result = lab.run("stats", *shown)
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith(b"runner: set the stats checkpoint ")
@@ -139,20 +140,59 @@ def test_a_damaged_aggregate_is_set_aside_when_it_is_read(lab: Lab, shown: list[
 
 
 def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
-    """Every byte after the header is under its CRC: a count changed in the lines kept for
-    the export is not exported as it is, but set aside, and the log read afresh."""
+    """Every byte after the first line is under its CRC: a count changed is not believed;
+    the checkpoint is set aside and the log read afresh."""
     for _ in range(2):
         lab.run("run", "--", "true")
     prom = lab.home / "runner.prom"
     assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
     data = checkpoint(lab).read_bytes()
-    success = b'runner_runs_total{cmd="true",outcome="success"} 2\n'
-    assert data.count(success) == 1
-    checkpoint(lab).write_bytes(data.replace(success, success.replace(b"} 2", b"} 7")))
+    assert data.count(b'"runs":2,') == 1
+    checkpoint(lab).write_bytes(data.replace(b'"runs":2,', b'"runs":7,'))
     result = lab.run("stats", "-q", "--prometheus", str(prom))
     assert b"set the stats checkpoint" in result.stderr
     assert b"CRC" in result.stderr or b"ValueError" in result.stderr
-    assert success in prom.read_bytes()
+    assert b'runner_runs_total{cmd="true",outcome="success"} 2\n' in prom.read_bytes()
+
+
+def test_a_command_counted_without_an_export_is_not_copied_from_the_one_before(lab: Lab) -> None:
+    """A stats without --prometheus counts new runs; the export after it renders their
+    commands anew rather than copy what the textfile said before them."""
+    lab.run("run", "--", "true")
+    prom = lab.home / "runner.prom"
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q").returncode == 0
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    assert b'runner_runs_total{cmd="true",outcome="success"} 2\n' in prom.read_bytes()
+
+
+def test_a_textfile_changed_since_it_was_written_is_not_copied_from(lab: Lab) -> None:
+    """The lines of a command with no new run are copied from the textfile written last,
+    only while it is the same file, as it was written: one edited, replaced or moved is
+    not believed, and every series is written anew."""
+    lab.run("run", "--", "true")
+    lab.run("run", "--name", "nightly", "--", "false")
+    prom = lab.home / "runner.prom"
+    success = b'runner_runs_total{cmd="true",outcome="success"} 1\n'
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    for change in ("edit", "replace", "move"):
+        data = prom.read_bytes()
+        assert success in data
+        lied = data.replace(success, success.replace(b"} 1", b"} 9"))
+        if change == "edit":
+            with prom.open("r+b") as handle:
+                handle.write(lied)
+        elif change == "replace":
+            prom.unlink()
+            prom.write_bytes(lied)
+        else:
+            prom.rename(lab.home / "moved.prom")
+            (lab.home / "moved.prom").write_bytes(lied)
+            prom = lab.home / "moved.prom"
+        result = lab.run("stats", "-q", "--prometheus", str(prom))
+        assert (result.returncode, result.stderr) == (0, b"")
+        assert success in prom.read_bytes(), change
 
 
 def test_a_checkpoint_that_is_a_fifo_or_a_device_is_never_read(lab: Lab) -> None:
@@ -175,10 +215,10 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
         pytest.skip("making a file of another user needs root")
     lab.run("run", "--", "true")
     lab.run("stats", "-q")
-    first, _, keys = checkpoint(lab).read_text().partition("\n")
-    header = {k: v for k, v in json.loads(first).items() if k not in ("version", "crc")}
-    assert '"runs":1,' in keys
-    plant(lab, header, keys.replace('"runs":1,', '"runs":1000000,'))
+    _, header, *states = checkpoint(lab).read_bytes().split(b"\n")
+    assert b'"runs":1,' in states[0]
+    planted = [state.replace(b'"runs":1,', b'"runs":1000000,') for state in states[:-1]]
+    checkpoint(lab).write_bytes(saved.sealed(json.loads(header), planted))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
     assert b"not by this user" in result.stderr
