@@ -10,7 +10,6 @@ not yet read is read once (see adapters.rotation); then the new log from its sta
 from __future__ import annotations
 
 import os
-import stat
 
 from adapters import saved
 from adapters.files import write_atomically
@@ -23,6 +22,7 @@ from adapters.logfile import (
     whole_lines_end,
 )
 from adapters.rotation import head_at, open_log, unread
+from adapters.saved import Untrusted, read_own
 from domain.errors import Damaged, StateError
 from domain.stats import OTHER, Summary
 
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
     from adapters.signals import SignalWatch
 
-SIZE_MAX = 32 << 20
-"""Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
-bounded)."""
 KEYS_MAX = 200
 """Commands or names a checkpoint keeps apart (as many as the export's labels); the others
 are kept together as `(other)`, so its size does not grow with every distinct command line."""
@@ -82,9 +79,9 @@ class Checkpoint:
             stop_if_ended(watch)
             return self._read_on(total, watch, warn)
         except _DOUBTFUL as doubt:
-            if self._position is None and not isinstance(doubt, _Untrusted):
+            if self._position is None and not isinstance(doubt, Untrusted):
                 raise
-            reason = doubt if isinstance(doubt, (_Untrusted, Damaged)) else type(doubt).__name__
+            reason = doubt if isinstance(doubt, (Untrusted, Damaged)) else type(doubt).__name__
             return self.afresh(str(reason), watch, warn)
 
     def afresh(self, reason: str, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
@@ -202,17 +199,17 @@ class Checkpoint:
     def _load(self) -> LogSummary:
         """The saved history, or an empty one when there is none (or of another version).
 
-        Raises _Untrusted for a checkpoint that is not this user's own regular file, is too
+        Raises Untrusted for a checkpoint that is not this user's own regular file, is too
         large, or does not hold together.
         """
         self.series, self.export, self.placed, self._position = [], None, None, None
-        raw = _read_own(self.path)
+        raw = read_own(self.path)
         if raw is None:
             return LogSummary(Summary(), 0, 0)
         try:
             loaded = saved.read(raw, self.by)
         except (*_DOUBTFUL, AttributeError, IndexError) as exc:
-            raise _Untrusted(f"it does not hold together: {type(exc).__name__}") from None
+            raise Untrusted(f"it does not hold together: {type(exc).__name__}") from None
         if loaded is None:
             return LogSummary(Summary(), 0, 0)
         self.series, self.export = loaded.series, loaded.export
@@ -220,39 +217,11 @@ class Checkpoint:
         return LogSummary(loaded.summary, loaded.lines, loaded.malformed)
 
 
-class _Untrusted(ValueError):
-    """A checkpoint that must not be believed."""
-
-
-_DOUBTFUL = (ValueError, KeyError, TypeError, RecursionError, OverflowError)
-"""What a checkpoint that lies can make reading on from it raise."""
-
-
-def _read_own(path: str) -> bytes | None:
-    """The checkpoint's bytes, or None when there is none; _Untrusted when it is not this
-    user's own regular file of a sane size (a FIFO, a link to a device, another user's)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _Untrusted(exc.strerror or str(exc)) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Untrusted("not a regular file")
-        if info.st_uid != os.geteuid():
-            raise _Untrusted(f"owned by uid {info.st_uid}, not by this user")
-        if info.st_size > SIZE_MAX:
-            raise _Untrusted(f"{info.st_size} bytes")
-        try:
-            return handle.read(SIZE_MAX + 1)
-        except OSError as exc:
-            raise _Untrusted(f"not a checkpoint: {type(exc).__name__}") from None
-
-
 def _why(exc: OSError | EOFError) -> str:
     if isinstance(exc, EOFError):
         return "a compressed log cut short"
     return exc.strerror or str(exc)
+
+
+_DOUBTFUL = (ValueError, KeyError, TypeError, RecursionError, OverflowError)
+"""What a checkpoint that lies can make reading on from it raise."""

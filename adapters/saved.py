@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from binascii import crc32
 
 from domain.aggregate import Aggregate
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 VERSION = 8
+SIZE_MAX = 32 << 20
+"""Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
+bounded)."""
 
 
 class Kept:
@@ -167,3 +172,31 @@ def _when(value: object) -> float | None:
 
 def _count(value: object) -> bool:
     return type(value) is int and value >= 0
+
+
+class Untrusted(ValueError):
+    """A checkpoint that must not be believed."""
+
+
+def read_own(path: str) -> bytes | None:
+    """The checkpoint's bytes, or None when there is none; Untrusted when it is not this
+    user's own regular file of a sane size (a FIFO, a link to a device, another user's)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Untrusted(exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Untrusted("not a regular file")
+        if info.st_uid != os.geteuid():
+            raise Untrusted(f"owned by uid {info.st_uid}, not by this user")
+        if info.st_size > SIZE_MAX:
+            raise Untrusted(f"{info.st_size} bytes")
+        try:
+            return handle.read(SIZE_MAX + 1)
+        except OSError as exc:
+            raise Untrusted(f"not a checkpoint: {type(exc).__name__}") from None

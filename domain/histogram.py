@@ -179,8 +179,9 @@ DELTA_MAX = 256
 """Fine buckets counted beside the saved text at most: past that, it is written anew."""
 
 
-_PACKED = re.compile(r"[0-9]{1,4}:(?:[0-9]{1,18}(?:,[0-9]{1,18})*)?")
-"""Fine buckets as saved: the first one's index, then counts (ASCII digits alone)."""
+_PACKED = r"[0-9]{1,4}:(?:[0-9]{1,18}(?:,[0-9]{1,18})*)?"
+"""Fine buckets as saved: the first one's index, then counts (ASCII digits alone). Compiled
+only for the long texts that need it (`re` caches it)."""
 
 
 def _packed(text: str) -> bool:
@@ -188,7 +189,7 @@ def _packed(text: str) -> bool:
     too short to hold a number too long for int() is checked with C-level string methods
     (the pattern costs more than loading the checkpoint); longer text with the pattern."""
     if len(text) > 4000:
-        return _PACKED.fullmatch(text) is not None
+        return re.fullmatch(_PACKED, text) is not None
     first, colon, counts = text.partition(":")
     return (
         text.isascii()
