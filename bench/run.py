@@ -370,13 +370,8 @@ def _ms(entry: dict[str, float]) -> str:
     return f"{entry['median_ms']:.1f}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="Benchmarks of runner.py.")
-    parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
-    parser.add_argument("--json", default=str(ROOT / "bench" / "results.json"), help="output file")
-    options = parser.parse_args()
-    quick = options.quick
-    scratch = Path(tempfile.mkdtemp(prefix="runner-bench-"))
+def run_all(quick: bool, scratch: Path) -> dict[str, Any]:
+    """Every benchmark, its scratch files under `scratch`."""
     home = scratch / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -402,6 +397,21 @@ def main() -> int:
     from fleet import bench_fleet
 
     results["fleet"] = bench_fleet(12 if quick else 300, 3 if quick else 21)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Benchmarks of runner.py.")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    parser.add_argument("--json", default=str(ROOT / "bench" / "results.json"), help="output file")
+    options = parser.parse_args()
+    quick = options.quick
+    scratch = Path(tempfile.mkdtemp(prefix="runner-bench-"))
+    tempfile.tempdir = str(scratch)  # every benchmark's own folders go in it, removed at the end
+    try:
+        results = run_all(quick, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     results["quick"] = {"quick": quick}
     print(f"machine: {json.dumps(results['machine'])}")
     print("\n".join(table(results)))

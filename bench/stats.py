@@ -305,6 +305,7 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
 def main() -> int:
     import argparse
     import json
+    import shutil
     import tempfile
 
     parser = argparse.ArgumentParser(description="stats on a realistic log, and DuckDB.")
@@ -313,7 +314,10 @@ def main() -> int:
     options = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="runner-bench-stats-"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    print(json.dumps(bench_stats(options.lines, options.reps, env, scratch), indent=2))
+    try:
+        print(json.dumps(bench_stats(options.lines, options.reps, env, scratch), indent=2))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,20 @@ from tests.procs import ROOT
 
 
 def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
-    """bench/run.py --quick writes every section; contention applied once, lines whole."""
+    """bench/run.py --quick writes every section; contention applied once, lines whole; its
+    scratch files (logs of hundreds of MiB in a full run) are all removed."""
     out = tmp_path / "results.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     result = subprocess.run(
         [sys.executable, str(Path(ROOT) / "bench" / "run.py"), "--quick", "--json", str(out)],
         capture_output=True,
         check=False,
         timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
     )
     assert result.returncode == 0, result.stderr.decode()
+    assert list(scratch.iterdir()) == []
     figures = json.loads(out.read_text())
     assert set(figures) >= {
         "machine",
