@@ -20,7 +20,6 @@ to run.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from binascii import crc32
@@ -159,14 +158,15 @@ def sealed(header: dict[str, object], states: list[bytes]) -> bytes:
     """The file of `header` (its keys in it) and their aggregates' JSON, with the version
     and the CRC-32 put in first."""
     rest = b"\n".join([json.dumps(header, separators=(",", ":")).encode(), *states, b""])
-    return json.dumps({"version": VERSION, "crc": crc32(rest)}).encode() + b"\n" + rest
+    first = json.dumps({"version": VERSION, "crc": crc32(rest)}, separators=(",", ":"))
+    return first.encode() + b"\n" + rest
 
 
 def _when(value: object) -> float | None:
     if value is None:
         return None
-    if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
-        raise ValueError("last run")
+    if type(value) not in (int, float) or not -1e15 < value < 1e15:  # type: ignore[operator]
+        raise ValueError("last run")  # also for NaN
     return float(value)  # type: ignore[arg-type]
 
 

@@ -3,7 +3,6 @@ buckets Prometheus is given; many durations placed at once."""
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from functools import partial
 from operator import sub
@@ -30,7 +29,7 @@ LE_TEXT = (*map(_le, LE_SECONDS), "+Inf")
 """The exported bounds as the Prometheus client libraries write them."""
 
 
-FINE_BOUNDS = [math.floor(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
+FINE_BOUNDS = [int(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
 """The largest whole number of milliseconds in each fine bucket: a duration goes into the
 first that holds it (the last holds everything longer). Whole numbers compare faster."""
 
