@@ -407,6 +407,7 @@ def main() -> int:
     options = parser.parse_args()
     quick = options.quick
     scratch = Path(tempfile.mkdtemp(prefix="runner-bench-"))
+    scratch.chmod(0o711)  # the PostgreSQL server's user reaches its own folder in it
     tempfile.tempdir = str(scratch)  # every benchmark's own folders go in it, removed at the end
     try:
         results = run_all(quick, scratch)
