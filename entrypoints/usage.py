@@ -7,7 +7,7 @@ import os
 from entrypoints.helptext import DURATIONS_NOTE, EXITS, FOOTER, OPTIONS, SUBCOMMANDS, SUMMARIES
 from entrypoints.invocation import ACTIONS, ALLOWED
 
-VERSION = "0.5.1"
+VERSION = "0.6.0"
 
 WIDTH = 78
 
