@@ -13,18 +13,9 @@ from hypothesis import strategies as st
 from adapters import saved
 from domain.stats import Summary
 from entrypoints import prometheus
+from tests.checkpoints import HEADER
 
 T0 = 1_800_000_000.0
-HEADER: dict[str, object] = {
-    "by": "cmd",
-    "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
-    "lines": 0,
-    "malformed": 0,
-    "series": [],
-    "newest": 0.0,
-    "open": {},
-    "export": None,
-}
 KEYS = st.text(min_size=1, max_size=12)
 """Command keys with tabs, newlines, quotes, backslashes and any other character."""
 RUNS = st.lists(

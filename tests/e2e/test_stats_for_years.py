@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters import saved
+from tests.checkpoints import HEADER as PLANTED
 from tests.e2e.conftest import Lab
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J"
@@ -62,17 +63,7 @@ def checkpoint(lab: Lab) -> Path:
     return lab.home / ".runs.jsonl.stats-cmd.json"
 
 
-HEADER = {
-    "by": "cmd",
-    "position": {"dev": 1, "ino": 2, "head": None, "offset": 0},
-    "lines": 0,
-    "malformed": 0,
-    "series": [],
-    "newest": 0.0,
-    "open": {},
-    "keys": [],
-    "export": None,
-}
+HEADER = {**PLANTED, "keys": []}
 WRONG = [
     ("position", "offset", "abc"),
     ("position", "offset", -5),
