@@ -115,10 +115,9 @@ def read(raw: bytes, by: str) -> Loaded | None:
         return Loaded(first, Summary.from_state(first["summary"]))
     if first.get("version") != VERSION:
         return None
-    rest = memoryview(raw)[end + 1 :]
-    if crc32(rest) != first.get("crc"):
+    if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
-    lines = raw[end + 1 :].split(b"\n")
+    lines = raw.split(b"\n")[1:]
     header = json.loads(lines[0])
     if type(header) is not dict:
         raise TypeError("header")

@@ -177,15 +177,15 @@ def assemble(
     spans: dict[int, list[int]] = {place: [] for place in fresh}
     columns: list[list[int]] = []
     at = 0
+    view = memoryview(b"") if copy is None else copy.view
     for index, (name, kind, help_text) in enumerate(FAMILIES):
         head = f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n".encode()
         chunks.append(head)
         at += len(head)
-        runs = [] if copy is None else copy.runs[index]
-        starts = [] if copy is None else copy.starts[index]
+        starts, lengths = ([], []) if copy is None else (copy.starts[index], copy.lengths[index])
         segments = [(place, -1, -1) for place in fresh]
         if copy is not None:
-            segments += [(copy.labels[first], first, last) for first, last in runs]
+            segments += [(copy.labels[first], first, last) for first, last in copy.runs[index]]
         shifts = []
         for place, first, last in sorted(segments):
             if first < 0:
@@ -195,13 +195,12 @@ def assemble(
                     chunks += piece, b"\n"
                     at += len(piece) + 1
             else:
-                lengths = copy.lengths[index]  # type: ignore[union-attr]
                 end = starts[last - 1] + lengths[last - 1] + bool(lengths[last - 1])
-                chunks.append(copy.view[starts[first] : end])  # type: ignore[union-attr]
+                chunks.append(view[starts[first] : end])
                 shifts.append((last - first, at - starts[first]))
                 at += end - starts[first]
         moved = chain.from_iterable(repeat(shift, count) for count, shift in shifts)
-        columns += [list(map(add, starts, moved)), [] if copy is None else copy.lengths[index]]
+        columns += [list(map(add, starts, moved)), lengths]
     if copy is not None:
         spans.update(zip(copy.labels, map(list, zip(*columns, strict=True)), strict=True))
     return chunks, spans

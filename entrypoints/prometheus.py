@@ -67,14 +67,6 @@ def fold(
     return keys_of, known
 
 
-def text(
-    history: Summary, by: str, **options: Any
-) -> tuple[str, list[str], dict[str, list[object]]]:
-    """`render`, as text."""
-    data, known, placed = render(history, by, **options)
-    return data.decode(), known, placed
-
-
 def render(
     history: Summary,
     by: str,

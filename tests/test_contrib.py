@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from domain.stats import Summary
 from entrypoints import prometheus
 from tests.procs import ROOT
+
+
+def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
+    """The textfile as text, the label values it exported, and where its series are."""
+    data, known, placed = prometheus.render(history, by, **options)
+    return data.decode(), known, placed
+
 
 METRIC = re.compile(r"\brunner_[a-z_]+\b")
 T0 = 1_800_000_000.0
@@ -22,7 +30,7 @@ def exported() -> set[str]:
     for n, rc in enumerate([0, 1, 124, 143]):
         s.add(f"r{n}", "job", T0 + n, 1, rc, 10, False)
     s.add("w", "job", T0 + 9, 1, 1, 10, True)
-    text, _, _ = prometheus.text(
+    text, _, _ = export(
         s, "cmd", malformed=1, series=[], now=T0, window=s.finished(), window_seconds=60
     )
     return {

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from domain.stats import Summary
 from entrypoints import prometheus
+
+
+def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
+    """The textfile as text, the label values it exported, and where its series are."""
+    data, known, placed = prometheus.render(history, by, **options)
+    return data.decode(), known, placed
+
 
 T0 = 1_800_000_000.0
 WEIRD = 'sh -c "echo \\"hi\\"\\nbye" \\\\ done'
@@ -35,7 +44,7 @@ def samples(text: str, family: str) -> dict[tuple[str, ...], float]:
 
 def test_the_textfile_parses_back_with_escaped_labels() -> None:
     """A real parser reads every family; quotes, backslashes and newlines in labels survive."""
-    text, series, _ = prometheus.text(history(), "cmd", malformed=3, series=[], now=T0 + 60)
+    text, series, _ = export(history(), "cmd", malformed=3, series=[], now=T0 + 60)
     runs = samples(text, "runner_runs")
     assert runs[("runner_runs_total", f"cmd={WEIRD}", "outcome=timeout")] == 1
     assert runs[("runner_runs_total", "cmd=deploy", "outcome=success")] == 1
@@ -50,7 +59,7 @@ def test_the_textfile_parses_back_with_escaped_labels() -> None:
 
 def test_histograms_count_runs_and_attempts_in_cumulative_buckets() -> None:
     """deploy: one run of 1.4 s, attempts of 0.1 s and 0.4 s; sums in seconds."""
-    text, _, _ = prometheus.text(history(), "cmd", malformed=0, series=[], now=T0)
+    text, _, _ = export(history(), "cmd", malformed=0, series=[], now=T0)
     runs = samples(text, "runner_run_duration_seconds")
     assert runs[("runner_run_duration_seconds_bucket", "cmd=deploy", "le=1.0")] == 0
     assert runs[("runner_run_duration_seconds_bucket", "cmd=deploy", "le=2.5")] == 1
@@ -64,10 +73,10 @@ def test_histograms_count_runs_and_attempts_in_cumulative_buckets() -> None:
 def test_counters_never_go_down_and_series_never_disappear() -> None:
     """Two exports with runs between: no counter is smaller, no series has gone."""
     s = history()
-    first, series, _ = prometheus.text(s, "cmd", malformed=0, series=[], now=T0 + 10)
+    first, series, _ = export(s, "cmd", malformed=0, series=[], now=T0 + 10)
     s.add("r4", "new-job", T0 + 20, 1, 1, 5, True)
     s.add("r5", "deploy", T0 + 21, 1, 2, 5, False)
-    second, series, _ = prometheus.text(s, "cmd", malformed=0, series=series, now=T0 + 30)
+    second, series, _ = export(s, "cmd", malformed=0, series=series, now=T0 + 30)
     before = {k: v for f in text_string_to_metric_families(first) for k, v in _keyed(f)}
     after = {k: v for f in text_string_to_metric_families(second) for k, v in _keyed(f)}
     assert set(before) <= set(after)
@@ -90,7 +99,7 @@ def test_an_open_run_is_in_progress_not_a_counted_failure() -> None:
     """A run waiting for a retry counts no run yet, so its later success lowers no counter."""
     s = Summary()
     s.add("r1", "job", T0, 1, 1, 10, True)
-    text, _, _ = prometheus.text(s, "cmd", malformed=0, series=[], now=T0)
+    text, _, _ = export(s, "cmd", malformed=0, series=[], now=T0)
     assert samples(text, "runner_runs")[("runner_runs_total", "cmd=job", "outcome=failure")] == 0
     assert samples(text, "runner_runs_in_progress")[("runner_runs_in_progress", "cmd=job")] == 1
     assert (
@@ -109,12 +118,12 @@ def test_daily_names_share_one_series_and_the_count_is_capped(
         s.add(f"n{day}", f"nightly-2026-11-{day:02d}", T0 + day, 1, 0, 5, False)
     for n, name in enumerate(["alpha", "beta", "gamma"]):
         s.add(f"x{n}", name, T0 + 100 + n, 1, 0, 5, False)
-    text, series, _ = prometheus.text(s, "name", malformed=0, series=[], now=T0)
+    text, series, _ = export(s, "name", malformed=0, series=[], now=T0)
     runs = samples(text, "runner_runs")
     assert runs[("runner_runs_total", "name=nightly-N-N-N", "outcome=success")] == 7
     assert series == ["nightly-N-N-N", "alpha", "beta"]
     assert runs[("runner_runs_total", "name=(other)", "outcome=success")] == 1
-    _, kept, _ = prometheus.text(s, "name", malformed=0, series=series, now=T0)
+    _, kept, _ = export(s, "name", malformed=0, series=series, now=T0)
     assert kept == series
 
 
@@ -123,7 +132,7 @@ def test_a_window_is_exported_as_gauges_next_to_the_counters() -> None:
     s = history()
     window = Summary(since=T0 + 5)
     window.add("r3", WEIRD, T0 + 9, 1, 0, 10, False)
-    text, _, _ = prometheus.text(
+    text, _, _ = export(
         s, "cmd", malformed=0, series=[], now=T0, window=window.finished(), window_seconds=3600
     )
     kinds = {name: family.type for name, family in families(text).items()}  # type: ignore[attr-defined]
