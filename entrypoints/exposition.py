@@ -147,6 +147,8 @@ class Copy:
         self.view, self.labels = memoryview(old), labels
         self.starts: list[list[int]] = []
         self.lengths: list[list[int]] = []
+        self.ends: list[list[int]] = []
+        """Where each series' lines of each family end, their newline included."""
         self.runs: list[list[tuple[int, int]]] = []
         follows = list(map(eq, map(add, labels[:-1], repeat(1)), labels[1:]))
         for index, name in enumerate(NAMES):
@@ -164,6 +166,7 @@ class Copy:
                     raise ValueError("lines")
             self.starts.append(starts)
             self.lengths.append(lengths)
+            self.ends.append(ends)
             self.runs.append(runs)
 
 
@@ -182,7 +185,11 @@ def assemble(
         head = f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n".encode()
         chunks.append(head)
         at += len(head)
-        starts, lengths = ([], []) if copy is None else (copy.starts[index], copy.lengths[index])
+        starts, lengths, ends = (
+            ([], [], [])
+            if copy is None
+            else (copy.starts[index], copy.lengths[index], copy.ends[index])
+        )
         segments = [(place, -1, -1) for place in fresh]
         if copy is not None:
             segments += [(copy.labels[first], first, last) for first, last in copy.runs[index]]
@@ -195,10 +202,9 @@ def assemble(
                     chunks += piece, b"\n"
                     at += len(piece) + 1
             else:
-                end = starts[last - 1] + lengths[last - 1] + bool(lengths[last - 1])
-                chunks.append(view[starts[first] : end])
+                chunks.append(view[starts[first] : ends[last - 1]])
                 shifts.append((last - first, at - starts[first]))
-                at += end - starts[first]
+                at += ends[last - 1] - starts[first]
         moved = chain.from_iterable(repeat(shift, count) for count, shift in shifts)
         columns += [list(map(add, starts, moved)), lengths]
     if copy is not None:

@@ -62,16 +62,21 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError("--ping: expected an http:// or https:// URL (a Healthchecks ping)")
         invocation.ping = value
     elif option == "--name":
-        try:
-            invocation.name = check_name(value)
-        except UsageError:
-            raise UsageError(
-                f"--name: {value!r} is not a valid job name (as apply's NAME)"
-            ) from None
+        invocation.name = _named(
+            value, f"--name: {value!r} is not a valid job name (as apply's NAME)"
+        )
     elif value not in ("cmd", "name"):
         raise UsageError(f"--by: expected cmd or name, not {value!r}")
     else:
         invocation.by = value
+
+
+def _named(value: str, refusal: str) -> str:
+    """`value` if it is a valid name (as apply's NAME), else UsageError(`refusal`)."""
+    try:
+        return check_name(value)
+    except UsageError:
+        raise UsageError(refusal) from None
 
 
 def scope(value: str, where: str) -> str:
@@ -92,10 +97,9 @@ def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError("--state needs a URL")
         invocation.state_url = value
     elif option == "--namespace":
-        try:
-            invocation.namespace = check_name(value)
-        except UsageError:
-            raise UsageError(f"--namespace: {value!r} is not a valid namespace (as NAME)") from None
+        invocation.namespace = _named(
+            value, f"--namespace: {value!r} is not a valid namespace (as NAME)"
+        )
     elif option == "--connect-timeout":
         invocation.connect_timeout = parse_duration(value, option)
     elif option == "--lease":
