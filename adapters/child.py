@@ -7,7 +7,7 @@ import os
 import signal
 import time
 
-from adapters.reaper import alive, descendants, signal_all
+from adapters.reaper import alive, descendants, signal_outside
 from adapters.signals import PASSED_ON
 from domain.attempts import Outcome
 from domain.errors import ExitStatus
@@ -169,7 +169,7 @@ class Child:
         with --foreground, the command alone (as timeout does)."""
         if not self.foreground:
             self.watch.signal_group(signum)
-            signal_all(self._left(), signum)
+            signal_outside(self._left(), self.watch.group, signum)
             return
         try:
             os.kill(self.pid, signum)

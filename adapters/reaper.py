@@ -97,9 +97,14 @@ def alive(pid: int) -> bool:
 _HAS_CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
-def signal_all(pids: set[int], signum: int) -> None:
-    """Send `signum` to each of `pids`; one that has gone meanwhile is left."""
+def signal_outside(pids: set[int], group: int | None, signum: int) -> None:
+    """Send `signum` to each of `pids` but those in process group `group`, which was
+    signalled as a whole: a second of the same signal could run a command's trap twice.
+    One that has gone meanwhile is left."""
     for pid in pids:
+        fields = _stat(pid)
+        if fields is None or (group is not None and int(fields[2]) == group):
+            continue
         try:
             os.kill(pid, signum)
         except (ProcessLookupError, PermissionError):

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -18,15 +19,96 @@ ONLY_INT = (
     "while :; do sleep 0.02; done"
 )
 
+CLEAN_ON_INT = """
+import os, signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def clean_exit(signum, frame):
+    os.write(1, b"clean-exit\\n")
+    os._exit(0)
+signal.signal(signal.SIGINT, clean_exit)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+while True:
+    signal.pause()
+"""
+"""Ends cleanly on INT alone. It starts with INT blocked (the runner passes on the mask
+it was given), so an INT that comes before the handler is set waits for it."""
+
+COUNT_RTMIN = """
+import signal, sys
+first = signal.sigtimedwait({signal.SIGRTMIN}, 60)
+count = 0 if first is None else 1
+while signal.sigtimedwait({signal.SIGRTMIN}, 0.5) is not None:
+    count += 1
+print(count)
+"""
+"""Counts the SIGRTMINs it is sent: a real-time signal is queued once for each sending,
+where two of a standard signal can merge into one."""
+
+
+def _blocking(*signums: int) -> Callable[[], None]:
+    """For preexec_fn: start the runner with `signums` blocked, which its command inherits."""
+
+    def block() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, signums)
+
+    return block
+
 
 def test_signal_chooses_what_a_timeout_sends(lab: Lab) -> None:
     """--signal INT: a program that shuts down cleanly only on INT does so; rc is still 124."""
-    pidfile = str(lab.tmp / "pid")
-    result = lab.run(
-        "run", "--timeout", "0.3", "--signal", "INT", "--", "sh", "-c", ONLY_INT.format(pid=pidfile)
+    result = subprocess.run(
+        [
+            sys.executable,
+            RUNNER,
+            "run",
+            "--timeout",
+            "0.3",
+            "--signal",
+            "INT",
+            "--kill-after",
+            "60",
+            "--",
+            sys.executable,
+            "-c",
+            CLEAN_ON_INT,
+        ],
+        capture_output=True,
+        env=lab.env,
+        timeout=60,
+        check=False,
+        preexec_fn=_blocking(signal.SIGINT),
     )
     assert result.returncode == 124
     assert result.stdout == b"clean-exit\n"
+
+
+def test_the_command_is_sent_each_signal_once(lab: Lab) -> None:
+    """Regression: the command's group was signalled, then each process the runner tracks
+    as its subreaper, the leader too, so a trap on the signal could run twice."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            RUNNER,
+            "run",
+            "--timeout",
+            "0.3",
+            "--signal",
+            str(signal.SIGRTMIN),
+            "--kill-after",
+            "60",
+            "--",
+            sys.executable,
+            "-c",
+            COUNT_RTMIN,
+        ],
+        capture_output=True,
+        env=lab.env,
+        timeout=60,
+        check=False,
+        preexec_fn=_blocking(signal.SIGRTMIN),
+    )
+    assert result.returncode == 124
+    assert result.stdout == b"1\n"
 
 
 @pytest.mark.parametrize("name", ["KILL", "SIGKILL", "9", "kill"])
