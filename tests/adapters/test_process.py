@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import threading
+import uuid
 
 import pytest
 from pytest_mock import MockerFixture
@@ -13,7 +14,7 @@ from pytest_mock import MockerFixture
 from adapters.process import PosixProcessRunner
 from adapters.signals import SignalWatch
 from domain.errors import Interrupted
-from tests.procs import group_members, read_pid
+from tests.procs import TOKEN_VARIABLE, group_members, processes_with, read_pid
 
 
 def sh(script: str) -> list[str]:
@@ -46,37 +47,43 @@ def test_folder_and_non_executable_file_are_126(watch: SignalWatch, tmp_path: ob
     assert runner.run([plain], 0, 10).rc == 126
 
 
-def test_timeout_kills_the_whole_group(watch: SignalWatch, tmp_path: object) -> None:
+@pytest.fixture
+def token(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A mark in the environment of every process a test starts, to find what is left."""
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv(TOKEN_VARIABLE, mark)
+    return mark
+
+
+def test_timeout_kills_the_whole_group(watch: SignalWatch, token: str) -> None:
     """hang.sh's shape: the shell and its background child both end; rc 124."""
-    pidfile = os.path.join(str(tmp_path), "pid")
-    outcome = PosixProcessRunner(watch).run(
-        sh(f"echo $$ > {pidfile}; sleep 30 & sleep 30"), 0.3, 10
-    )
+    outcome = PosixProcessRunner(watch).run(sh("sleep 30 & sleep 30"), 0.3, 10)
     assert (outcome.rc, outcome.timed_out) == (124, True)
-    assert group_members(read_pid(pidfile)) == []
+    assert processes_with(token) == []
 
 
-def test_sigkill_after_the_grace_for_a_command_that_ignores_sigterm(
-    watch: SignalWatch, tmp_path: object
-) -> None:
-    """A group that ignores SIGTERM is killed when --kill-after runs out."""
-    pidfile = os.path.join(str(tmp_path), "pid")
-    outcome = PosixProcessRunner(watch).run(
-        sh(f"trap '' TERM; echo $$ > {pidfile}; sleep 30; sleep 30"), 0.2, 0.3
-    )
-    assert outcome.rc == 124
-    assert group_members(read_pid(pidfile)) == []
+def test_sigkill_after_the_grace_for_a_command_that_ignores_sigterm(token: str) -> None:
+    """A group that ignores SIGTERM is killed when --kill-after runs out.
+
+    The command ignores SIGTERM from its start (an ignored signal stays ignored through
+    exec, and the runner leaves it so), not from a trap that a timeout could outrun."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    watch = SignalWatch()
+    try:
+        outcome = PosixProcessRunner(watch).run(sh("sleep 30; sleep 30"), 0.2, 0.3)
+    finally:
+        watch.close()
+        signal.signal(signal.SIGTERM, previous)
+    assert (outcome.rc, outcome.timed_out, outcome.died_of) == (124, True, signal.SIGKILL)
+    assert processes_with(token) == []
 
 
-def test_leftover_member_is_killed_after_the_leader_ends(
-    watch: SignalWatch, tmp_path: object
-) -> None:
+def test_leftover_member_is_killed_after_the_leader_ends(watch: SignalWatch, token: str) -> None:
     """The leader dies on SIGTERM, a member ignoring it is SIGKILLed after the grace."""
-    pidfile = os.path.join(str(tmp_path), "pid")
-    script = f"echo $$ > {pidfile}; (trap '' TERM; sleep 30; sleep 30) & wait"
+    script = "(trap '' TERM; sleep 30; sleep 30) & wait"
     outcome = PosixProcessRunner(watch).run(sh(script), 0.2, 0.3)
     assert outcome.rc == 124
-    assert group_members(read_pid(pidfile)) == []
+    assert processes_with(token) == []
 
 
 def test_a_signal_to_the_runner_is_passed_to_the_group(

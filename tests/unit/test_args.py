@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from domain.errors import UsageError
 from entrypoints.args import parse
 from entrypoints.invocation import DEFAULT_APPLY_COMMAND
-from entrypoints.values import FOREVER, SMALLEST, parse_duration
+from entrypoints.values import FOREVER, SMALLEST, parse_duration, parse_signal
+
+
+@pytest.mark.parametrize("text", ["INT", "SIGINT", "int", "sigint", "2"])
+def test_signals_by_name_or_number(text: str) -> None:
+    """As timeout's -s: a name with or without SIG, in any case, or the number."""
+    assert parse_signal(text, "--signal") == signal.SIGINT
 
 
 @pytest.mark.parametrize(
