@@ -69,26 +69,49 @@ def test_waiters_are_served_while_two_holders_take_the_lock_back_to_back(lab: La
 
 
 def test_a_waiter_queued_on_a_replaced_lock_file_starts_over(lab: Lab) -> None:
-    """The lock file is replaced while held: the queued waiter never runs beside the new holder."""
+    """The lock file is replaced while held: the queued waiter never runs beside the new holder.
+
+    Each holder holds until the test lets it go (a file named after it), so the order
+    of events does not depend on how fast the machine starts a runner."""
     lock = lab.tmp / "job.lock"
     marks = lab.tmp / "marks"
-    record = f'echo "$0 start" >> {marks}; sleep 0.4; echo "$0 end" >> {marks}'
+    record = (
+        f'echo "$0 start" >> {marks}; while [ ! -e {lab.tmp}/"$0".go ]; do sleep 0.02; done; '
+        f'echo "$0 end" >> {marks}'
+    )
+    (lab.tmp / "waiter.go").touch()
+
+    def said(event: str) -> bool:
+        return marks.exists() and event in marks.read_text().splitlines()
+
     first = lab.start("run", "--lock", str(lock), "--", "sh", "-c", record, "first")
-    wait_for(marks.exists, what="the first holder to start")
+    wait_for(lambda: said("first start"), what="the first holder to start")
     waiter = lab.start(
-        "run", "--lock", str(lock), "--lock-wait", "20", "--", "sh", "-c", record, "waiter"
+        "run", "--lock", str(lock), "--lock-wait", "60", "--", "sh", "-c", record, "waiter"
     )
     wait_for(lambda: children_of(waiter.pid) != [], what="the waiter to queue in the kernel")
+    queued = children_of(waiter.pid)
     lock.unlink()
     third = lab.start("run", "--lock", str(lock), "--", "sh", "-c", record, "third")
-    assert [p.wait(timeout=30) for p in (first, third, waiter)] == [0, 0, 0]
+    wait_for(lambda: said("third start"), what="the third to hold the new lock file")
+    (lab.tmp / "first.go").touch()
+    assert first.wait(timeout=30) == 0
+    wait_for(
+        lambda: children_of(waiter.pid) not in ([], queued) or said("waiter start"),
+        what="the waiter to queue again, on the new lock file (or, wrongly, to run)",
+    )
+    (lab.tmp / "third.go").touch()
+    assert [p.wait(timeout=30) for p in (third, waiter)] == [0, 0]
     events = marks.read_text().split()
-    running = 0
-    for word in events[1::2]:
-        running += 1 if word == "start" else -1
-        assert running <= 2, f"three at once: {events}"
-    order = [events[n] for n in range(0, len(events), 2)]
-    assert order.index("waiter") > order.index("third") + 1, events
+    order = [" ".join(events[n : n + 2]) for n in range(0, len(events), 2)]
+    assert order == [
+        "first start",
+        "third start",
+        "first end",
+        "third end",
+        "waiter start",
+        "waiter end",
+    ], events
 
 
 BLOCK_THEN_EXEC = """
