@@ -13,6 +13,9 @@ from contextlib import contextmanager
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures", "bin")
 TOKEN_VARIABLE = "RUNNER_TEST_TOKEN"
+UNTIL = "while [ ! -e {release} ]; do sleep 0.02; done"
+"""Shell that waits until the test creates the file `release`: a command that holds on
+an event, not for a time a loaded machine may need just to start the next runner."""
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "event") -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import (
+    UNTIL,
     catches,
     children_of,
     group_members,
@@ -169,14 +170,15 @@ def test_a_blocked_sigterm_is_still_passed_on(lab: Lab) -> None:
 
 def test_nohup_keeps_sighup_ignored_for_the_command(lab: Lab) -> None:
     """A signal the parent ignored (nohup's SIGHUP) stays ignored: the command survives it."""
-    pidfile = str(lab.tmp / "pid")
+    pidfile, release = str(lab.tmp / "pid"), lab.tmp / "release"
+    script = f"echo $$ > {pidfile}; {UNTIL.format(release=release)}"
     runner = subprocess.Popen(
-        parent_with("ignore", "SIGHUP", "run", "--", "sh", "-c", f"echo $$ > {pidfile}; sleep 0.5"),
-        env=lab.env,
+        parent_with("ignore", "SIGHUP", "run", "--", "sh", "-c", script), env=lab.env
     )
     pgid = read_pid(pidfile)
     os.killpg(pgid, signal.SIGHUP)
     runner.send_signal(signal.SIGHUP)
+    release.touch()
     assert runner.wait(timeout=20) == 0
 
 
