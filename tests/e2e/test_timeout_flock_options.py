@@ -43,7 +43,8 @@ def _blocking(*signums: int) -> Callable[[], None]:
 
 @pytest.mark.parametrize("name", ["RTMIN", "sigrtmin", str(int(signal.SIGRTMIN))])
 def test_signal_chooses_what_a_timeout_sends_and_sends_it_once(lab: Lab, name: str) -> None:
-    """--signal: the command is sent that signal, once, and no other before its end; rc 124.
+    """--signal: a timeout sends that signal instead of TERM (which would end the counter
+    before it prints), and sends it once; rc 124.
 
     Regression: the command's group was signalled, then each process the runner tracks as
     its subreaper, the leader too, so a shell's trap on the signal could run twice."""
