@@ -204,7 +204,7 @@ def test_a_runner_killed_with_sigkill_keeps_the_lock_until_its_command_ends(lab:
     """SIGKILL mid-apply: no second apply while the orphaned command lives; after, it runs."""
     pidfile = lab.tmp / "pid"
     release = lab.tmp / "release"
-    cmd = ["sh", "-c", f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"]
+    cmd = ["sh", "-c", f"echo $$ > {pidfile}; {UNTIL.format(release=release)}"]
     runner = lab.start("apply", "db", "--", *cmd)
     read_pid(str(pidfile))
     runner.kill()

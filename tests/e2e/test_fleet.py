@@ -20,7 +20,7 @@ import pytest
 
 from tests import pgserver
 from tests.e2e.conftest import RUNNER, Lab
-from tests.procs import processes_with, wait_for
+from tests.procs import UNTIL, processes_with, wait_for
 
 BEAT = (
     "trap '' TERM; touch {started}; "
@@ -29,7 +29,7 @@ BEAT = (
 """A command that ignores SIGTERM and notes, every 20 ms, that it still runs (each note
 replaces the last whole: SIGKILL between truncating and writing cannot leave it empty)."""
 
-HOLD = "touch {started}; while [ ! -e {release} ]; do sleep 0.02; done; date +%s.%N > {ended}"
+HOLD = "touch {started}; " + UNTIL + "; date +%s.%N > {ended}"
 MARK = "date +%s.%N > {started}"
 
 

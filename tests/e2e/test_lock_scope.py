@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import lock_held_elsewhere, wait_for
+from tests.procs import UNTIL, lock_held_elsewhere, wait_for
 
 
 @pytest.fixture(params=["files", "postgresql"])
@@ -26,7 +26,7 @@ def holding(
 ) -> tuple[subprocess.Popen[bytes], Path]:
     """apply NAME with a command that runs until the returned file exists."""
     started, release = lab.tmp / f"{name}.started", lab.tmp / f"{name}.release"
-    script = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = f"touch {started}; {UNTIL.format(release=release)}"
     runner = lab.start("apply", *where, *options, name, "--", "sh", "-c", script)
     wait_for(started.exists, what=f"{name} to start")
     return runner, release

@@ -93,7 +93,7 @@ def test_a_sigkilled_runners_lease_frees_at_expiry_and_not_before(pg: Lab, names
     """SIGKILL leaves the lease in place until it expires (lease + kill-after + 5 s); then the
     next apply runs. Nobody could renew it, so nobody holds it past that."""
     pidfile, release = pg.tmp / "pid", pg.tmp / "release"
-    cmd = ["sh", "-c", f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"]
+    cmd = ["sh", "-c", f"echo $$ > {pidfile}; {UNTIL.format(release=release)}"]
     options = ("--lease", "1s", "--kill-after", "1")
     runner = pg.start("apply", "--namespace", namespace, *options, "db", "--", *cmd)
     read_pid(str(pidfile))
@@ -112,7 +112,7 @@ def test_a_sigkilled_runners_lease_frees_at_expiry_and_not_before(pg: Lab, names
 def holding(pg: Lab, namespace: str, *options: str) -> tuple[subprocess.Popen[bytes], Path]:
     """apply db -- a command that runs until the returned file exists (it has started)."""
     started, release = pg.tmp / "started", pg.tmp / "release"
-    cmd = ["sh", "-c", f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"]
+    cmd = ["sh", "-c", f"touch {started}; {UNTIL.format(release=release)}"]
     runner = pg.start("apply", "--namespace", namespace, *options, "db", "--", *cmd)
     wait_for(started.exists, what="the command to start")
     return runner, release

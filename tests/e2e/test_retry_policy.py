@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 
 from tests.e2e.conftest import Lab
-from tests.procs import processes_with, read_pid, wait_for
+from tests.procs import UNTIL, processes_with, read_pid, wait_for
 
 
 def log_lines(lab: Lab) -> list[dict[str, object]]:
@@ -66,7 +66,7 @@ def test_the_command_sees_attempt_numbers_and_the_run_id(lab: Lab) -> None:
 def test_two_runs_with_one_lock_execute_once(lab: Lab) -> None:
     """run --lock FILE: while one runs, the other exits 3 without running."""
     lock, out, release = lab.tmp / "job.lock", lab.tmp / "out", lab.tmp / "release"
-    script = f"echo ran >> {out}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = f"echo ran >> {out}; {UNTIL.format(release=release)}"
     first = lab.start("run", "--lock", str(lock), "--", "sh", "-c", script)
     wait_for(out.exists, what="the first run to start")
     second = lab.run("run", "--lock", str(lock), "--", "sh", "-c", script)
@@ -80,7 +80,7 @@ def test_two_runs_with_one_lock_execute_once(lab: Lab) -> None:
 def test_lock_wait_waits_for_the_holder_to_finish(lab: Lab) -> None:
     """--lock-wait 30: the second run waits, then runs once the first is done."""
     lock, out, release = lab.tmp / "job.lock", lab.tmp / "out", lab.tmp / "release"
-    script = f"echo ran >> {out}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = f"echo ran >> {out}; {UNTIL.format(release=release)}"
     first = lab.start("run", "--lock", str(lock), "--", "sh", "-c", script)
     wait_for(out.exists, what="the first run to start")
     second = lab.start("run", "--lock", str(lock), "--lock-wait", "30", "--", "sh", "-c", script)
@@ -93,7 +93,7 @@ def test_lock_wait_waits_for_the_holder_to_finish(lab: Lab) -> None:
 def test_a_run_lock_survives_a_sigkilled_runner_while_its_command_lives(lab: Lab) -> None:
     """SIGKILL of the runner: its command keeps the lock until it ends, as with apply."""
     lock, pidfile, release = lab.tmp / "job.lock", lab.tmp / "pid", lab.tmp / "release"
-    script = f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = f"echo $$ > {pidfile}; {UNTIL.format(release=release)}"
     runner = lab.start("run", "--lock", str(lock), "--", "sh", "-c", script)
     read_pid(str(pidfile))
     runner.kill()

@@ -8,7 +8,7 @@ import signal
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import Lab
-from tests.procs import catches, lock_held_elsewhere, read_pid, wait_for
+from tests.procs import UNTIL, catches, lock_held_elsewhere, read_pid, wait_for
 
 
 def test_stats_shows_the_runs_that_needed_retries(lab: Lab) -> None:
@@ -99,7 +99,7 @@ def test_forget_waits_for_no_one_while_an_apply_runs(lab: Lab) -> None:
     """forget racing an apply: the apply holds the lock, forget exits 3 and removes nothing."""
     pidfile = lab.tmp / "pid"
     release = lab.tmp / "release"
-    script = f"echo $$ > {pidfile}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = f"echo $$ > {pidfile}; {UNTIL.format(release=release)}"
     runner = lab.start("apply", "db", "--", "sh", "-c", script)
     read_pid(str(pidfile))
     busy = lab.run("forget", "db")
