@@ -10,7 +10,8 @@ hours, timeouts and signals among the failures. Figures: the first read (no
 checkpoint) and its peak RSS; DuckDB's `read_json` and `GROUP BY` over the same file,
 interleaved with it, when the `duckdb` module is installed (an optional benchmark
 dependency, never the runner's); a repeat after 1,000 new lines with 10,000 distinct
-commands in the history, against `run -- true`; how long SIGTERM takes to end a
+commands in the history, against `run -- true`, and the floor of such a repeat (what
+no repeat can skip, nothing counted); how long SIGTERM takes to end a
 stats, at moments sampled across a whole first read; and the peak RSS of a first read
 of as many of the shortest lines the runner writes (the most that wait to be counted).
 """
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.jsonl import attempt_line  # noqa: E402 - after the path is set
+from adapters.lines import RUNNER_LINE_PATTERN  # noqa: E402
 from domain.attempts import AttemptRecord  # noqa: E402
 
 RUNNER = str(ROOT / "runner.py")
@@ -172,9 +174,51 @@ def first_read(log: Path, reps: int, env: dict[str, str]) -> dict[str, Any]:
     return found
 
 
+REPEAT_FLOOR = """
+import json, os, re, signal, sys
+from binascii import crc32
+from bisect import bisect_right
+
+try:
+    from _datetime import datetime
+except ImportError:
+    from datetime import datetime
+
+home, pattern, added, code = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4:]
+if code:
+    sys.path.insert(0, code[0])
+    import adapters.checkpoint, adapters.lock, adapters.textfile
+    import entrypoints.cli, entrypoints.manage, entrypoints.prometheus, entrypoints.stats
+
+
+def replace(path, data):
+    with open(path + ".tmp", "wb") as out:
+        out.write(data)
+    os.rename(path + ".tmp", path)
+
+
+with open(os.path.join(home, ".runs.jsonl.stats-cmd.json"), "rb") as saved:
+    checkpoint = saved.read()
+crc32(checkpoint)
+json.loads(checkpoint.split(b"\\n", 2)[1])
+with open(os.path.join(home, "runs.jsonl"), "rb") as log:
+    log.seek(-added, os.SEEK_END)
+    re.compile(pattern, re.MULTILINE).findall(log.read())
+with open(os.path.join(home, "runner.prom"), "rb") as textfile:
+    replace(os.path.join(home, "floor.prom"), textfile.read())
+replace(os.path.join(home, "floor.json"), checkpoint)
+"""
+"""What a repeat cannot do without, and nothing else: Python; the standard modules `stats`
+needs; the checkpoint read and its header decoded; the new lines read and matched by
+the line pattern (in C, nothing counted); the textfile read; both written anew. With
+a folder as last argument, `stats`' own modules are loaded too (the code a repeat
+loads, run or not)."""
+
+
 def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -> dict[str, Any]:
     """stats -q --prometheus (the cron recipe) after 1,000 new lines, over a history with
-    `commands` distinct command lines, against the start-up of `run -- true`."""
+    `commands` distinct command lines, against the start-up of `run -- true`; and the
+    floor of that repeat (REPEAT_FLOOR), without and with stats' own code loaded."""
     log = home / "runs.jsonl"
     with log.open("ab") as handle:
         for n in range(commands):
@@ -183,22 +227,39 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
     prom = home / "runner.prom"
     cron = [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(prom)]
     spawn(cron, env)
-    ours, floor = [], []
+    ours, floor, bare, loaded = [], [], [], []
     for rep in range(reps):
+        added = b"".join(
+            attempt_line(
+                AttemptRecord(
+                    START + 201 * 86400 + rep * 1000 + n,
+                    COMMANDS[n % len(COMMANDS)],
+                    1,
+                    0,
+                    3,
+                    f"n{rep}-{n}",
+                )
+            )
+            for n in range(1000)
+        )
         with log.open("ab") as handle:
-            for n in range(1000):
-                at = START + 201 * 86400 + rep * 1000 + n
-                cmd = COMMANDS[n % len(COMMANDS)]
-                handle.write(attempt_line(AttemptRecord(at, cmd, 1, 0, 3, f"n{rep}-{n}")))
+            handle.write(added)
+        least = [sys.executable, "-c", REPEAT_FLOOR, str(home), RUNNER_LINE_PATTERN.decode()]
+        least.append(str(len(added)))
         ours.append(spawn(cron, env)[0])
+        bare.append(spawn(least, env)[0])
+        loaded.append(spawn([*least, str(ROOT)], env)[0])
         floor.append(spawn([sys.executable, RUNNER, "run", "--", "true"], env)[0])
+    start_up = statistics.median(floor)
     return {
         "repeat_commands": commands,
         "repeat_new_lines": 1000,
         "repeat_ms": statistics.median(ours) * 1000,
-        "run_start_up_ms": statistics.median(floor) * 1000,
-        "repeat_ratio": statistics.median(ours) / statistics.median(floor),
+        "run_start_up_ms": start_up * 1000,
+        "repeat_ratio": statistics.median(ours) / start_up,
         "repeat_target_ratio": 1.5,
+        "repeat_floor_ratio": statistics.median(bare) / start_up,
+        "repeat_floor_code_ratio": statistics.median(loaded) / start_up,
         "checkpoint_kib": (home / ".runs.jsonl.stats-cmd.json").stat().st_size / 1024,
     }
 
@@ -244,6 +305,8 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     plain = repeat(home, 3 if reps == 1 else 21, local, commands=0)
     found["repeat_plain_ms"] = plain["repeat_ms"]
     found["repeat_plain_ratio"] = plain["repeat_ratio"]
+    found["repeat_plain_floor_ratio"] = plain["repeat_floor_ratio"]
+    found["repeat_plain_floor_code_ratio"] = plain["repeat_floor_code_ratio"]
     found.update(repeat(home, 3 if reps == 1 else 21, local))
     return found
 
@@ -297,6 +360,17 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
             "... / run -- true start-up",
             f"{found['repeat_ratio']:.2f}x",
             f"<= {found['repeat_target_ratio']}x",
+        ),
+        (
+            "... a repeat's floor (Python, its standard modules, reads, pattern, writes)",
+            f"{found['repeat_plain_floor_ratio']:.2f}x / {found['repeat_floor_ratio']:.2f}x",
+            "",
+        ),
+        (
+            "... the floor with stats' own modules loaded",
+            f"{found['repeat_plain_floor_code_ratio']:.2f}x / "
+            f"{found['repeat_floor_code_ratio']:.2f}x",
+            "",
         ),
     ]
     return table
