@@ -76,10 +76,8 @@ def test_a_waiter_queued_on_a_replaced_lock_file_starts_over(lab: Lab) -> None:
     of events does not depend on how fast the machine starts a runner."""
     lock = lab.tmp / "job.lock"
     marks = lab.tmp / "marks"
-    record = (
-        f'echo "$0 start" >> {marks}; while [ ! -e {lab.tmp}/"$0".go ]; do sleep 0.02; done; '
-        f'echo "$0 end" >> {marks}'
-    )
+    until = UNTIL.format(release=f'{lab.tmp}/"$0".go')
+    record = f'echo "$0 start" >> {marks}; {until}; echo "$0 end" >> {marks}'
     (lab.tmp / "waiter.go").touch()
 
     def said(event: str) -> bool:
