@@ -69,14 +69,18 @@ def runner(*args: str) -> list[str]:
 
 
 def bench_startup(reps: int, env: dict[str, str], scratch: Path) -> dict[str, Any]:
-    """`run -- true` against the floor; also from a copy that may not write bytecode."""
+    """`run -- true` against the floor; also from the zipapp (`make dist`), and from a copy
+    that may not write bytecode."""
     copy = scratch / "no-bytecode"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".*", "__pycache__", "tests"))
     cold = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    zipped = scratch / "runner.pyz"
+    subprocess.run([PYTHON, str(ROOT / "packaging" / "build_zipapp.py"), str(zipped)], check=True)
     spawn(runner("run", "--", "true"), env)
     result = medians(
         {
             "runner": runner("run", "--", "true"),
+            "zipapp": [PYTHON, str(zipped), "run", "--", "true"],
             "python_floor": FLOOR,
             "coreutils_timeout": ["timeout", "10", "true"],
             "runner_no_site": [PYTHON, "-S", RUNNER, "run", "--", "true"],
@@ -251,6 +255,7 @@ def table(results: dict[str, Any]) -> list[str]:
         ("start-up: python subprocess.run floor", f"{_ms(s['python_floor'])} ms", ""),
         ("start-up: coreutils timeout 10 true", f"{_ms(s['coreutils_timeout'])} ms", ""),
         ("start-up: runner / floor", f"{s['ratio_to_floor']:.3f}x", "<= 1.10x"),
+        ("start-up: runner.pyz run -- true", f"{_ms(s['zipapp'])} ms", ""),
         ("start-up: runner, bytecode not cached", f"{_ms(s['runner_without_bytecode'])} ms", ""),
         (
             "start-up without site: runner / floor",

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ def _version(python: Path) -> tuple[int, ...]:
 
 
 OLD_PYTHONS = [python for python in OLD if _version(python) < (3, 10)]
+OTHER_PYTHONS = [
+    python for python in OLD if (3, 10) <= _version(python) != tuple(sys.version_info[:2])
+]
+"""Pythons the runner supports, of another version than the one running the tests."""
 
 
 @pytest.mark.skipif(not OLD_PYTHONS, reason="no Python older than 3.10 on this machine")
@@ -104,6 +109,40 @@ def test_the_zipapp_is_the_same_bytes_every_time_and_runs_anywhere(tmp_path: Pat
     assert sorted(p.name for p in first.parent.iterdir()) == ["runner.pyz"]
     direct = subprocess.run([str(first), "--version"], capture_output=True, check=False, env=env)
     assert direct.stdout.startswith(b"runner ")
+
+
+def test_the_zipapp_starts_from_the_bytecode_of_the_python_that_built_it(tmp_path: Path) -> None:
+    """Regression: it held only sources, which Python compiles at every start from an archive
+    (it never writes bytecode into one): twice the folder's start-up."""
+    archive = zipapp(tmp_path)
+    names = zipfile.ZipFile(archive).namelist()
+    sources = sorted(name for name in names if name.endswith(".py"))
+    assert sorted(name for name in names if name.endswith(".pyc")) == [f"{n}c" for n in sources]
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import entrypoints.cli, entrypoints.stats;"
+        "print(entrypoints.cli.__file__, entrypoints.stats.__file__)"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, check=True
+    )
+    assert [path.rsplit("/", 2)[-2:] for path in loaded.stdout.split()] == [
+        ["entrypoints", "cli.pyc"],
+        ["entrypoints", "stats.pyc"],
+    ]
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no other Python 3.10 or later on this machine")
+@pytest.mark.parametrize("python", OTHER_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_the_zipapp_runs_on_another_python_from_its_sources(tmp_path: Path, python: Path) -> None:
+    """Bytecode of another version is passed by: its sources are compiled, as before."""
+    archive = zipapp(tmp_path)
+    result = subprocess.run(
+        [str(python), str(archive), "run", "--", "sh", "-c", "echo zipped"],
+        env={**os.environ, "RUNNER_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"zipped\n", b"")
 
 
 def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
