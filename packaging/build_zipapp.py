@@ -12,10 +12,11 @@ Python never writes bytecode into an archive, so one that holds only sources com
 every module it imports at every start: twice the start-up of the folder. Beside each
 source the archive holds its bytecode (`name.pyc`, where zipimport looks first),
 compiled by the Python that builds it and stored uncompressed: that Python starts
-from it as fast as from the folder's `__pycache__`. Any other Python finds bytecode
-of another version, passes it by, and compiles the source, as before (so an old one
-still says what it lacks): build it with the Python that will run it. The bytecode is
-unchecked-hash (PEP 552): the archive never changes, so nothing is compared at start.
+from it within a few milliseconds of the folder (reading the archive's index). Any
+other Python finds bytecode of another version, passes it by, and compiles the
+source, as before (so an old one still says what it lacks): build it with the Python
+that will run it. The bytecode is unchecked-hash (PEP 552): the archive never
+changes, so nothing is compared at start.
 """
 
 from __future__ import annotations

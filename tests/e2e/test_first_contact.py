@@ -25,7 +25,9 @@ def _version(python: Path) -> tuple[int, ...]:
 
 OLD_PYTHONS = [python for python in OLD if _version(python) < (3, 10)]
 OTHER_PYTHONS = [
-    python for python in OLD if (3, 10) <= _version(python) != tuple(sys.version_info[:2])
+    python
+    for python in OLD
+    if _version(python) >= (3, 10) and _version(python) != tuple(sys.version_info[:2])
 ]
 """Pythons the runner supports, of another version than the one running the tests."""
 
@@ -115,7 +117,8 @@ def test_the_zipapp_starts_from_the_bytecode_of_the_python_that_built_it(tmp_pat
     """Regression: it held only sources, which Python compiles at every start from an archive
     (it never writes bytecode into one): twice the folder's start-up."""
     archive = zipapp(tmp_path)
-    names = zipfile.ZipFile(archive).namelist()
+    with zipfile.ZipFile(archive) as opened:
+        names = opened.namelist()
     sources = sorted(name for name in names if name.endswith(".py"))
     assert sorted(name for name in names if name.endswith(".pyc")) == [f"{n}c" for n in sources]
     probe = (
