@@ -67,7 +67,10 @@ def fork_map(
     try:
         found: dict[int, T] = {}
         for part in _collect(children, watch):
-            found.update(pickle.loads(part))
+            try:
+                found.update(pickle.loads(part))
+            except (EOFError, pickle.UnpicklingError):  # a worker that died: nothing, or part
+                continue
     finally:
         for fd, pid in children.items():
             os.close(fd)
