@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from operator import itemgetter
 
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
@@ -57,11 +58,19 @@ FAST_FROM = 500
 """Lines in a batch from which the pattern is used: compiling it costs what reading about
 a thousand lines with `json` does (a `stats` that reads a few new lines never compiles it)."""
 
+POSSESSIVE = sys.version_info >= (3, 11)
+"""Whether `re` knows possessive quantifiers (Python 3.11 on). Before, the pattern cannot
+be compiled, and without them it could backtrack for ever on a hostile line: every
+line is read by the json module, the same way, only slower."""
+
 _compiled: list[re.Pattern[bytes]] = []
 
 
-def runner_line() -> re.Pattern[bytes]:
-    """RUNNER_LINE_PATTERN, compiled once (with `^` and `$` at each line)."""
+def runner_line() -> re.Pattern[bytes] | None:
+    """RUNNER_LINE_PATTERN, compiled once (with `^` and `$` at each line); None before
+    Python 3.11 (see POSSESSIVE)."""
+    if not POSSESSIVE:
+        return None
     if not _compiled:
         _compiled.append(re.compile(RUNNER_LINE_PATTERN, re.MULTILINE))
     return _compiled[0]

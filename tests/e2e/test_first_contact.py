@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.jsonl import attempt_line
+from adapters.logfile import PARALLEL_FROM
+from domain.attempts import AttemptRecord
 from entrypoints.invocation import ACTIONS, ALLOWED
 from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import ROOT
@@ -146,6 +150,58 @@ def test_the_zipapp_runs_on_another_python_from_its_sources(tmp_path: Path, pyth
         check=False,
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, b"zipped\n", b"")
+
+
+def _attempts(first: int, last: int) -> bytes:
+    """The runner's own lines for runs first..last: successes, retried failures, timeouts,
+    signals, some under a name."""
+    lines = []
+    for n in range(first, last):
+        cmd, name = ["job", str(n % 7)], ("nightly-1" if n % 5 == 0 else None)
+        if n % 11 == 0:
+            lines.append(AttemptRecord(1e9 + n, cmd, 1, 1, 40, f"r{n}", name, delay_ms=500))
+            lines.append(AttemptRecord(1e9 + n + 1, cmd, 2, 0, 30, f"r{n}", name))
+        elif n % 13 == 0:
+            lines.append(AttemptRecord(1e9 + n, cmd, 1, 124, 9000, f"r{n}", name, timed_out=True))
+        elif n % 17 == 0:
+            lines.append(AttemptRecord(1e9 + n, cmd, 1, 137, 70, f"r{n}", name, signal=9))
+        else:
+            lines.append(AttemptRecord(1e9 + n, cmd, 1, n % 3 // 2, n % 997, f"r{n}", name))
+    return b"".join(map(attempt_line, lines))
+
+
+def _stats_twice(python: str, folder: Path) -> list[object]:
+    """`stats --json` on a log big enough to be read by several processes, then again after
+    1,000 more lines (read on from the checkpoint): the figures of both, log path aside."""
+    log = folder / "runs.jsonl"
+    found: list[object] = []
+    for first, last in ((0, 70_000), (70_000, 71_000)):
+        with log.open("ab") as handle:
+            handle.write(_attempts(first, last))
+            handle.write(b"not json\n" if first else b'{"hand": "written"}\n')
+        assert first or log.stat().st_size > PARALLEL_FROM  # the first read is split
+        result = subprocess.run(
+            [python, RUNNER, "stats", "--json", "--log", str(log)],
+            capture_output=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.startswith(b"runner: skipped "), result.stderr  # the foreign lines
+        figures = json.loads(result.stdout)
+        del figures["logs"]
+        found.append(figures)
+    return found
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no other Python 3.10 or later on this machine")
+@pytest.mark.parametrize("python", OTHER_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_stats_counts_the_same_on_another_python(tmp_path: Path, python: Path) -> None:
+    """Regression: on 3.10, whose `re` lacks possessive quantifiers, the line pattern did
+    not compile and every stats of 500 lines or more ended in `internal error`."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir()
+    theirs.mkdir()
+    assert _stats_twice(str(python), theirs) == _stats_twice(sys.executable, ours)
 
 
 def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
