@@ -79,4 +79,9 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, compression: int) -> 
 
 
 if __name__ == "__main__":
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # Before Python 3.11, the order of a set constant in bytecode follows the string
+        # hashes, which differ from run to run: the same bytes every build need one seed.
+        environ = {**os.environ, "PYTHONHASHSEED": "0"}
+        os.execve(sys.executable, [sys.executable, __file__, *sys.argv[1:]], environ)
     build(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist" / "runner.pyz")
