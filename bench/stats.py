@@ -203,7 +203,10 @@ crc32(checkpoint)
 json.loads(checkpoint.split(b"\\n", 2)[1])
 with open(os.path.join(home, "runs.jsonl"), "rb") as log:
     log.seek(-added, os.SEEK_END)
-    re.compile(pattern, re.MULTILINE).findall(log.read())
+    if sys.version_info >= (3, 11):
+        re.compile(pattern, re.MULTILINE).findall(log.read())
+    else:  # no possessive quantifiers: stats reads every line with json
+        [json.loads(line) for line in log.read().splitlines()]
 with open(os.path.join(home, "runner.prom"), "rb") as textfile:
     replace(os.path.join(home, "floor.prom"), textfile.read())
 replace(os.path.join(home, "floor.json"), checkpoint)
