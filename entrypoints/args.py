@@ -17,7 +17,7 @@ from entrypoints.invocation import (
     Invocation,
 )
 from entrypoints.options import scope, set_naming, set_option
-from entrypoints.values import check_name
+from entrypoints.values import check_name, check_ping_url
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
     if action in ("run", "apply", "applied", "forget", "locks", "setup"):
         _read_state(invocation, env)
     if action in ("run", "apply") and invocation.ping is None and env.get("RUNNER_PING_URL"):
-        set_naming(invocation, "--ping", env["RUNNER_PING_URL"])
+        invocation.ping = check_ping_url(env["RUNNER_PING_URL"], "RUNNER_PING_URL")
     if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
         raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
     if action in ("apply", "forget") and invocation.lock_scope is None:

@@ -9,6 +9,7 @@ from entrypoints.values import (
     LEASE_MAX,
     SLOTS_MAX,
     check_name,
+    check_ping_url,
     is_identifier,
     parse_codes,
     parse_count,
@@ -58,9 +59,7 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
             )
         invocation.labels.append((key, text))
     elif option == "--ping":
-        if not value.startswith(("http://", "https://")):
-            raise UsageError("--ping: expected an http:// or https:// URL (a Healthchecks ping)")
-        invocation.ping = value
+        invocation.ping = check_ping_url(value)
     elif option == "--name":
         invocation.name = _named(
             value, f"--name: {value!r} is not a valid job name (as apply's NAME)"

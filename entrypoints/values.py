@@ -113,3 +113,26 @@ def parse_exit_code(text: str, option: str) -> int:
     if code > CODE_MAX:
         raise UsageError(f"{option}: an exit code is 0 to {CODE_MAX}, not {shown(text)}")
     return code
+
+
+def check_ping_url(url: str, source: str = "--ping") -> str:
+    """`url` if it is an http(s) URL with a host (and a port from 1 to 65535, if any), all
+    in printable ASCII; else UsageError, naming `source`. The URL is a credential (its path
+    holds the check's key), so no message shows it."""
+    from urllib.parse import urlsplit  # noqa: PLC0415 - only with --ping
+
+    why = "expected an http:// or https:// URL (a Healthchecks ping)"
+    if not url.isascii() or not url.isprintable() or " " in url:
+        why = "the URL holds a space, a control or a non-ASCII character (write it as %XX)"
+    else:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            why = "the URL's host or port is malformed"
+        else:
+            if parts.scheme in ("http", "https") and parts.hostname and port != 0:
+                return url
+            if parts.scheme in ("http", "https"):
+                why = "the URL has no host" if not parts.hostname else "the URL's port is 0"
+    raise UsageError(f"{source}: {why}")

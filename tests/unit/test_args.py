@@ -187,3 +187,47 @@ def test_retry_policy_usage_errors(argv: list[str], message: str) -> None:
     """Every new value is validated like the others."""
     with pytest.raises(UsageError, match=message):
         parse(argv, {})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hc-ping.com/5f2b7c1e-secret",
+        "http://127.0.0.1:8000/ping/secret",
+        "http://[::1]:8000/ping/secret",
+        "HTTPS://hc-ping.com/secret",
+    ],
+)
+def test_ping_urls(url: str) -> None:
+    """Any http(s) URL with a host (and a valid port, if any), from --ping or the environment."""
+    assert parse(["run", "--ping", url, "true"], {}).ping == url
+    assert parse(["run", "true"], {"RUNNER_PING_URL": url}).ping == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/secret",
+        "hc-ping.com/secret",
+        "http://",
+        "https:///secret",
+        "http://[::1/secret",
+        "http://host:99999/secret",
+        "http://host:x/secret",
+        "http://host/se cret",
+        "http://host/secret\n",
+        "http://host/se\x7fcret",
+        "http://host\t/secret",
+        "http://host/s\u00e9cret",
+        "http://h\u00f3st/secret",
+    ],
+)
+def test_bad_ping_urls_are_usage_errors_that_never_show_the_url(url: str) -> None:
+    """Refused before the command runs, from the option and from the environment alike; the
+    URL is a credential, so the message never holds it."""
+    with pytest.raises(UsageError, match=r"^--ping: ") as refused:
+        parse(["run", "--ping", url, "true"], {})
+    assert "secret" not in str(refused.value)
+    with pytest.raises(UsageError, match=r"^RUNNER_PING_URL: ") as refused:
+        parse(["run", "true"], {"RUNNER_PING_URL": url})
+    assert "secret" not in str(refused.value)
