@@ -83,7 +83,7 @@ def connect(
             **({"hostaddr": addresses} if addresses else {}),
         )
     except ProgrammingError as exc:
-        raise StateError(url.scrub(f"invalid --state URL {url.shown}: {exc}")) from None
+        raise StateError(url.explain(f"invalid --state URL {url.shown}", str(exc))) from None
     pgconn = pq.PGconn.connect_start(conninfo.encode())
     try:
         poll: int = pq.PollingStatus.WRITING
@@ -92,7 +92,7 @@ def connect(
                 reason = _text(pgconn.error_message) or "connection failed"
                 passing = any(word in reason.lower() for word in PASSING)
                 failure = Unreachable if passing else StateError
-                raise failure(url.scrub(f"cannot connect to {url.shown}: {reason}"))
+                raise failure(url.explain(f"cannot connect to {url.shown}", reason))
             if poll == pq.PollingStatus.OK:
                 pgconn.nonblocking = 1
                 pgconn.enter_pipeline_mode()
@@ -150,7 +150,7 @@ def _addresses(
     finally:
         os.close(done_read)
     if failed:
-        raise Unreachable(url.scrub(f"cannot connect to {url.shown}: {failed[0]}"))
+        raise Unreachable(url.explain(f"cannot connect to {url.shown}", failed[0]))
     return ",".join(found.get(host, "") if _is_name(host) else _literal(host) for host in hosts)
 
 

@@ -165,8 +165,8 @@ class Session:
                 state = result.error_field(pq.DiagnosticField.SQLSTATE)
                 primary = result.error_field(pq.DiagnosticField.MESSAGE_PRIMARY)
                 message = _text(primary or result.error_message) or "unknown error"
-                said = f"the state database {self.url.shown} said: {message}"
-                raise QueryError(self.url.scrub(said), _text(state))
+                said = self.url.explain(f"the state database {self.url.shown} said", message)
+                raise QueryError(said, _text(state))
         return [
             [
                 tuple(_text(result.get_value(r, c)) for c in range(result.nfields))
@@ -178,7 +178,7 @@ class Session:
     def _lost(self, reason: str) -> Lost:
         """The connection is of no further use: close it (the next call opens another)."""
         self.close()
-        return Lost(self.url.scrub(f"lost the connection to {self.url.shown}: {reason}"))
+        return Lost(self.url.explain(f"lost the connection to {self.url.shown}", reason))
 
     def _wait_for(
         self, pgconn: PGconn, deadline: float, limit: float, *, write: bool = False

@@ -39,13 +39,15 @@ class StateUrl:
         for value in _query_secrets(place):
             self.secrets += [value, unquote(value)]
 
-    def scrub(self, text: str) -> str:
-        """`text` with every form of the password replaced by ***, on one line (libpq's
-        sentences on several lines are joined with "; ")."""
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, "***")
-        lines = (" ".join(line.split()) for line in text.splitlines())
-        return "; ".join(line for line in lines if line)
+    def explain(self, what: str, detail: str) -> str:
+        """`what` (which may show `shown`), then `detail`, a message of libpq's or the
+        server's, on one line (its sentences on several lines joined with "; "). A detail
+        that holds any form of the password is left out whole: hiding the password where
+        it stands would give it away whenever the message merely holds the same word."""
+        if any(secret in detail for secret in self.secrets):
+            return f"{what} (the message is not shown: it holds the password)"
+        lines = (" ".join(line.split()) for line in detail.splitlines())
+        return f"{what}: " + "; ".join(line for line in lines if line)
 
 
 def _userinfo_end(rest: str) -> int:
