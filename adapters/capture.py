@@ -4,7 +4,8 @@ Each attempt writes its stdout and stderr into two private files (created unlink
 mode 0600, on disk in TMPDIR, so memory does not grow with output). If the run
 fails, every attempt's output is written out in order, stdout to the runner's stdout
 and stderr to its stderr, each attempt announced on stderr; a success writes
-nothing. The bytes are copied as they are.
+nothing. The bytes are copied as they are. An attempt that ended with no room left in
+TMPDIR is announced as maybe cut short (the command's own writes failed).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class Capture:
         self.warn = warn
         self.kept: list[tuple[IO[bytes], IO[bytes]]] = []
         self.codes: list[int] = []
+        self.full: list[bool] = []
+        """Whether the folder of each attempt's files had no room left when it ended: the
+        command's writes may have failed, its output cut short."""
 
     def open(self) -> tuple[int, int] | None:
         """Files for the next attempt's stdout and stderr: their descriptors; None (said
@@ -57,12 +61,16 @@ class Capture:
         """The attempt whose files were opened last ended with `rc`."""
         if len(self.codes) < len(self.kept):
             self.codes.append(rc)
+            self.full.append(_no_room(self.kept[-1][0]))
 
     def replay(self) -> None:
         """Write every attempt's output out, in order, each announced on stderr. A stdout
         or stderr that cannot be written is left."""
-        for number, ((out, err), rc) in enumerate(zip(self.kept, self.codes, strict=False), 1):
-            _write(2, f"runner: output of attempt {number} (rc={rc}):\n".encode())
+        where = tempfile.gettempdir()
+        ends = zip(self.kept, self.codes, self.full, strict=False)
+        for number, ((out, err), rc, full) in enumerate(ends, 1):
+            cut = f"; {where} was full: it may be cut short" if full else ""
+            _write(2, f"runner: output of attempt {number} (rc={rc}{cut}):\n".encode())
             _copy(out, 1)
             _copy(err, 2)
 
@@ -79,6 +87,15 @@ class Capture:
             out.close()
             err.close()
         self.kept = []
+
+
+def _no_room(kept: IO[bytes]) -> bool:
+    """Whether the filesystem of `kept` has no block left that this user may write."""
+    try:
+        found = os.fstatvfs(kept.fileno())
+    except OSError:
+        return False
+    return (found.f_bfree if os.geteuid() == 0 else found.f_bavail) == 0
 
 
 def _copy(source: IO[bytes], fd: int) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
+from types import SimpleNamespace
 
+import pytest
 from pytest_mock import MockerFixture
 
 from adapters.capture import Capture
@@ -39,3 +42,27 @@ def test_the_tail_is_the_end_of_the_last_attempts_output(watch: SignalWatch) -> 
     assert capture.tail(limit=6) == b"6789ab"
     assert capture.codes == [0, 0]
     capture.close()
+
+
+def test_an_attempt_that_filled_the_disk_is_replayed_saying_so(
+    watch: SignalWatch, mocker: MockerFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: with TMPDIR full, the command's writes to its kept output failed, and the
+    output was replayed cut short without a word. An attempt that ended with no room left
+    where its output is kept is announced as maybe cut; the others as before."""
+    capture = Capture(lambda text: None)
+    runner = PosixProcessRunner(watch, capture=capture)
+    runner.run(["sh", "-c", "echo whole; exit 1"], 0, 10)
+    mocker.patch(
+        "adapters.capture.os.fstatvfs", return_value=SimpleNamespace(f_bavail=0, f_bfree=0)
+    )
+    runner.run(["sh", "-c", "echo cut; exit 2"], 0, 10)
+    capture.replay()
+    capture.close()
+    out, err = capfd.readouterr()
+    assert out == "whole\ncut\n"
+    where = tempfile.gettempdir()
+    assert err == (
+        "runner: output of attempt 1 (rc=1):\n"
+        f"runner: output of attempt 2 (rc=2; {where} was full: it may be cut short):\n"
+    )
