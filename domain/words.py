@@ -42,16 +42,19 @@ _C_ESCAPES = {
 def shell_words(cmd: list[str]) -> str:
     """The command as a shell user would type it (for messages only; never executed).
 
-    As shlex.join for printable words; a word with a control character, or with bytes
+    As shlex.join for printable words; a word with a control character, a character
+    that reorders or hides text (a right-to-left override, a zero-width space), or bytes
     that were not UTF-8 (surrogate escapes), is written in ANSI-C quoting, `$'\\E[2J'`,
-    so that nothing shown can act on a terminal and every text is valid UTF-8.
+    so that nothing shown can act on a terminal or disguise a row, and every text is
+    valid UTF-8.
     """
     return " ".join(_word(arg) for arg in cmd)
 
 
 def visible(text: str) -> str:
-    """`text` with each control character and undecodable byte written as an escape (`\\x1b`),
-    for a name or host read from a file that anyone could have written."""
+    """`text` with each control character, character that reorders or hides text, and
+    undecodable byte written as an escape (`\\x1b`, `\\u202e`), for a name or host read
+    from a file that anyone could have written."""
     if not any(_unprintable(char) for char in text):
         return text
     return "".join(_c_escape(char) if _unprintable(char) else char for char in text)
@@ -65,9 +68,31 @@ def _word(arg: str) -> str:
     return "$'" + "".join(_c_escape(char) for char in arg) + "'"
 
 
+_INVISIBLE_RANGES = (
+    (0x061C, 0x061C),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+)
+_INVISIBLE = frozenset(
+    chr(code) for first, last in _INVISIBLE_RANGES for code in range(first, last + 1)
+)
+"""Characters that reorder the text around them (bidirectional controls: a right-to-left
+override turns the rest of a table's row round, its figures too), or that show nothing
+or break a line: a fixed list, so that a command is shown, and keyed, the same on every
+Python."""
+
+
 def _unprintable(char: str) -> bool:
     code = ord(char)
-    return code < 0x20 or 0x7F <= code < 0xA0 or 0xDC80 <= code <= 0xDCFF
+    return (
+        code < 0x20
+        or 0x7F <= code < 0xA0
+        or 0xDC80 <= code <= 0xDCFF
+        or (code >= 0x61C and char in _INVISIBLE)
+    )
 
 
 def _c_escape(char: str) -> str:

@@ -11,9 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.words import shell_words
+from domain.words import shell_words, visible
 
-PRINTABLE = st.text(st.characters(blacklist_categories=("Cc", "Cs"), max_codepoint=0x2FFF))
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+"""The characters that reorder how a line is displayed (Unicode's bidirectional controls)."""
+INVISIBLE = frozenset(
+    BIDI + "\u200b\u200c\u200d\u2028\u2029\u2060\u2061\u2062\u2063\u2064\ufeff\ufff9\ufffa\ufffb"
+)
+PRINTABLE = st.text(
+    st.characters(
+        blacklist_categories=("Cc", "Cs"), blacklist_characters=INVISIBLE, max_codepoint=0x2FFF
+    )
+)
 TEXT = st.characters(blacklist_characters="\x00", max_codepoint=0x2FFF, blacklist_categories=["Cs"])
 UNDECODABLE = st.integers(0x80, 0xFF).map(lambda byte: chr(0xDC00 + byte))
 ANYTHING = st.text(st.one_of(TEXT, UNDECODABLE))
@@ -31,6 +40,7 @@ def test_what_is_shown_is_valid_utf8_with_no_control_character(words: list[str])
     shown = shell_words(words)
     shown.encode("utf-8")
     assert not any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in shown)
+    assert not INVISIBLE.intersection(shown)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -47,3 +57,13 @@ def test_a_shell_reads_back_the_very_bytes(word: str) -> None:
 def test_terminal_escapes_are_shown_as_text() -> None:
     assert shell_words(["true", "\x1b]0;title\x07\x1b[2J"]) == "true $'\\E]0;title\\a\\E[2J'"
     assert shell_words(["printf", "%s", "\udcff"]) == "printf %s $'\\xff'"
+
+
+@pytest.mark.parametrize("char", sorted(INVISIBLE))
+def test_characters_that_reorder_or_hide_text_are_shown_as_escapes(char: str) -> None:
+    """Regression: a right-to-left override (U+202E) in a command line reached the table raw,
+    where a terminal that honours it displays the rest of the row reversed (its counts
+    too); zero-width and line-separator characters hid or split what was shown."""
+    escape = f"\\u{ord(char):04x}"
+    assert shell_words(["echo", f"a{char}b"]) == f"echo $'a{escape}b'"
+    assert visible(f"job{char}") == f"job{escape}"
