@@ -2,7 +2,8 @@
 
 `URL/start` when the run starts; when it ends, `URL` on success or `URL/<rc>` on failure
 (Healthchecks reads a non-zero exit status as a failure), each with `?rid=` the run id,
-so the service pairs start and end and measures the run. With --output-on-failure the
+so the service pairs start and end and measures the run. A query the URL has (a slug
+URL's `?create=1`) stays the query, `rid` added to it. With --output-on-failure the
 end ping carries the last 10 KB of the output as its body. Every ping has a short
 timeout and a few tries; all of a run's pings together add at most BUDGET seconds.
 A ping that fails is one warning (the URL is a secret: its UUID is the credential,
@@ -32,7 +33,13 @@ class Pinger:
     """The pings of one run, within one time budget."""
 
     def __init__(self, url: str, run_id: str, warn: Callable[[str], None]) -> None:
-        self.url = url.rstrip("/")
+        from urllib.parse import urlsplit  # noqa: PLC0415 - only with --ping
+
+        parts = urlsplit(url)
+        self.endpoint = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+        """The URL without its query: `/start` or `/<rc>` goes after it."""
+        self.query = f"{parts.query}&" if parts.query else ""
+        """The URL's own query (a slug URL's `create=1`), kept before `rid=`."""
         self.run_id = run_id
         self.warn = warn
         self.deadline = time.monotonic() + BUDGET
@@ -54,7 +61,7 @@ class Pinger:
         import urllib.request  # noqa: PLC0415
 
         request = urllib.request.Request(
-            f"{self.url}{suffix}?rid={self.run_id}",
+            f"{self.endpoint}{suffix}?{self.query}rid={self.run_id}",
             data=body,
             method="POST",
             headers={"User-Agent": "runner.py"},

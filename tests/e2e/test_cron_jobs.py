@@ -118,6 +118,21 @@ def test_a_failure_pings_its_exit_code_with_the_outputs_tail(lab: Lab, service: 
     assert body.endswith(b"x\nboom\n")
 
 
+def test_a_ping_url_with_a_query_keeps_it_and_pings_the_right_endpoints(
+    lab: Lab, service: str
+) -> None:
+    """Regression: Healthchecks' slug URLs take a query (`…/<ping-key>/<slug>?create=1`), and
+    `/start`, `/<rc>` and `?rid=` were put after it: the start and a failure reached the
+    service as successes (`…?create=1/7?rid=…`)."""
+    result = lab.run("run", "--ping", f"{service}/nightly?create=1", "--", "sh", "-c", "exit 7")
+    assert result.returncode == 7
+    rid = run_id(lab)
+    assert [path for path, _ in Service.pings] == [
+        f"/{SECRET}/nightly/start?create=1&rid={rid}",
+        f"/{SECRET}/nightly/7?create=1&rid={rid}",
+    ]
+
+
 @pytest.mark.parametrize("behaviour", ["hang", "fail"])
 def test_a_ping_that_fails_is_a_warning_and_never_changes_the_exit_code(
     lab: Lab, service: str, behaviour: str
