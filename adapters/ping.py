@@ -1,7 +1,8 @@
 """--ping URL: Healthchecks.io's ping API, so a job that fails or stops running alerts off the host.
 
 `URL/start` when the run starts; when it ends, `URL` on success or `URL/<rc>` on failure
-(Healthchecks reads a non-zero exit status as a failure), each with `?rid=` the run id,
+(Healthchecks reads a non-zero exit status as a failure), each with `?rid=` the run id
+as a UUID (`f1218cb4-09dc-6bb8-0000-000000000000` for the log's `f1218cb409dc6bb8`),
 so the service pairs start and end and measures the run. A query the URL has (a slug
 URL's `?create=1`) stays the query, `rid` added to it. With --output-on-failure the
 end ping carries the last 10 KB of the output as its body. Every ping has a short
@@ -40,7 +41,10 @@ class Pinger:
         """The URL without its query: `/start` or `/<rc>` goes after it."""
         self.query = f"{parts.query}&" if parts.query else ""
         """The URL's own query (a slug URL's `create=1`), kept before `rid=`."""
-        self.run_id = run_id
+        digits = f"{run_id:0<32}"[:32]
+        self.rid = "-".join((digits[:8], digits[8:12], digits[12:16], digits[16:20], digits[20:]))
+        """The run id as Healthchecks wants one, a UUID in canonical form (it refuses any
+        other `rid` with a 400): the log's 16 hex digits, then zeros."""
         self.warn = warn
         self.deadline = time.monotonic() + BUDGET
         self.finished = False
@@ -61,7 +65,7 @@ class Pinger:
         import urllib.request  # noqa: PLC0415
 
         request = urllib.request.Request(
-            f"{self.endpoint}{suffix}?{self.query}rid={self.run_id}",
+            f"{self.endpoint}{suffix}?{self.query}rid={self.rid}",
             data=body,
             method="POST",
             headers={"User-Agent": "runner.py"},

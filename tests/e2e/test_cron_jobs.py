@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -53,8 +55,13 @@ def test_the_kept_output_is_private_and_on_disk(lab: Lab) -> None:
     assert list(tmp.iterdir()) == []
 
 
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+"""A UUID in the canonical textual form: Healthchecks answers 400 to a `rid` that is not."""
+
+
 class Service(http.server.BaseHTTPRequestHandler):
-    """A Healthchecks ping endpoint: records each ping; `behaviour` can make it fail or hang."""
+    """A Healthchecks ping endpoint: records each ping, and refuses a `rid` that is not a UUID
+    as the service does; `behaviour` can make it fail or hang."""
 
     pings: ClassVar[list[tuple[str, bytes]]] = []
     behaviour: ClassVar[str] = "ok"
@@ -65,10 +72,14 @@ class Service(http.server.BaseHTTPRequestHandler):
         if self.behaviour == "hang":
             time.sleep(30)
             return
-        self.send_response(500 if self.behaviour == "fail" else 200)
-        self.send_header("Content-Length", "2")
+        rids = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("rid", [])
+        status, answer = 500 if self.behaviour == "fail" else 200, b"OK"
+        if any(UUID.fullmatch(rid) is None for rid in rids):
+            status, answer = 400, b"invalid uuid format"
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(answer)))
         self.end_headers()
-        self.wfile.write(b"OK")
+        self.wfile.write(answer)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -89,11 +100,16 @@ def service() -> Iterator[str]:
 
 
 def run_id(lab: Lab) -> str:
-    return str(json.loads(lab.log.read_text().splitlines()[-1])["run_id"])
+    """The run's id as its pings carry it: a UUID (as Healthchecks wants), the log's run id
+    its first 16 hex digits."""
+    found = str(json.loads(lab.log.read_text().splitlines()[-1])["run_id"])
+    return f"{found[:8]}-{found[8:12]}-{found[12:]}-0000-000000000000"
 
 
 def test_pings_say_start_and_success_with_the_run_id(lab: Lab, service: str) -> None:
-    """URL/start, then URL, both with ?rid= the run's id; the URL is never shown or logged."""
+    """URL/start, then URL, both with ?rid= the run's id; the URL is never shown or logged.
+    Regression: the run id was sent as it is in the log, 16 hex digits, and Healthchecks
+    refuses a `rid` that is not a UUID (400): every ping of every run failed."""
     result = lab.run("run", "--ping", service, "--", "true")
     assert (result.returncode, result.stderr) == (0, b"")
     rid = run_id(lab)
