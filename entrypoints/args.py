@@ -63,6 +63,8 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
         raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
     if action in ("apply", "forget") and invocation.lock_scope is None:
         invocation.lock_scope = scope(env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE")
+    if invocation.json and invocation.prometheus == "-":
+        raise UsageError("--json and --prometheus - both write to stdout: give the text a file")
 
 
 def _help(words: list[str]) -> Invocation:

@@ -229,7 +229,7 @@ OPTIONS = {
     ),
     "--prometheus": (
         "FILE",
-        "write the figures for node_exporter's textfile collector",
+        "write the figures for node_exporter's textfile collector (-: to stdout, alone)",
         "none",
     ),
     "--home": (

@@ -57,6 +57,8 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError(
                 f"--label: expected KEY=VALUE with KEY a label name of your own, not {value!r}"
             )
+        if not text.isascii() and not _is_utf8(text):
+            raise UsageError(f"--label: the value of {key} is not UTF-8 text")
         invocation.labels.append((key, text))
     elif option == "--ping":
         invocation.ping = check_ping_url(value)
@@ -68,6 +70,15 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
         raise UsageError(f"--by: expected cmd or name, not {value!r}")
     else:
         invocation.by = value
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether `text` (a command-line word, undecodable bytes as surrogate escapes) is text."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _named(value: str, refusal: str) -> str:

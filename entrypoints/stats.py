@@ -53,7 +53,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
         if guard is not None:
             guard.release()
     stop_if_ended(watch)
-    if not console.quiet:
+    if not console.quiet and invocation.prometheus != "-":  # stdout holds the text alone
         from entrypoints import report
 
         report.show(history if window is None else window, invocation, console, logs)
@@ -97,7 +97,7 @@ def _prepare(
     """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
     the checkpoint's bound, and (unless -q) the whole history for the table. Nothing is
     written yet, so that a damaged saved aggregate can still be set aside."""
-    if not console.quiet:
+    if not console.quiet and invocation.prometheus != "-":
         history.summary.by_key  # noqa: B018 - every saved aggregate read, here
     data = None
     if invocation.prometheus is not None:

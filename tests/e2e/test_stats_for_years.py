@@ -59,6 +59,36 @@ def test_prometheus_dash_writes_the_text_to_stdout(lab: Lab) -> None:
     assert not os.path.exists("-")  # the runner ran in this process's folder
 
 
+def test_prometheus_dash_has_stdout_to_itself(lab: Lab) -> None:
+    """Regression: without -q the table followed the text on stdout, which no parser of the
+    exposition format reads; --json with it mixed two formats. The text alone goes to
+    stdout, and --json with --prometheus - is a usage error."""
+    lab.run("run", "--", "true")
+    result = lab.run("stats", "--prometheus", "-")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"# HELP runner_runs_total ")
+    assert b"CMD " not in result.stdout
+    quiet = lab.run("stats", "-q", "--prometheus", "-").stdout
+
+    def steady(text: bytes) -> list[bytes]:
+        return [line for line in text.splitlines() if b"_generated_timestamp_" not in line]
+
+    assert steady(result.stdout) == steady(quiet)
+    both = lab.run("stats", "--json", "--prometheus", "-")
+    assert (both.returncode, both.stdout) == (125, b"")
+    assert b"--json" in both.stderr
+    assert b"stdout" in both.stderr
+
+
+def test_a_label_value_that_is_not_utf8_is_a_usage_error(lab: Lab) -> None:
+    """Regression: `--label env=$'\\xff'` ended in `internal error: UnicodeEncodeError`."""
+    lab.run("run", "--", "true")
+    result = lab.run("stats", "-q", "--label", os.fsdecode(b"env=pr\xffod"), "--prometheus", "-")
+    assert (result.returncode, result.stdout) == (125, b"")
+    assert result.stderr.startswith(b"runner: error: --label: ")
+    assert b"internal error" not in result.stderr
+
+
 def checkpoint(lab: Lab) -> Path:
     return lab.home / ".runs.jsonl.stats-cmd.json"
 
