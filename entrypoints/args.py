@@ -93,7 +93,8 @@ def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
     """
     url = invocation.state_url or env.get("RUNNER_STATE_URL") or None
     if url is not None and not url.startswith(("postgresql://", "postgres://")):
-        raise UsageError("--state: expected a postgresql://user@host:port/db URL")
+        source = "--state" if invocation.state_url else "RUNNER_STATE_URL"
+        raise UsageError(f"{source}: expected a postgresql://user@host:port/db URL")
     invocation.state_url = url
     leased = url is not None and (invocation.action == "apply" or invocation.lock is not None)
     if leased and invocation.policy.kill_after == 0 and invocation.stop_signal != 9:
@@ -130,7 +131,13 @@ def _read_words(
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
         if not invocation.name and env.get("RUNNER_JOB_NAME"):
-            set_naming(invocation, "--name", env["RUNNER_JOB_NAME"])
+            name = env["RUNNER_JOB_NAME"]
+            try:
+                set_naming(invocation, "--name", name)
+            except UsageError:
+                raise UsageError(
+                    f"RUNNER_JOB_NAME: {name!r} is not a valid job name (as apply's NAME)"
+                ) from None
     elif action == "apply":
         _read_apply(invocation, words, command, env)
     elif action == "forget":

@@ -231,3 +231,19 @@ def test_bad_ping_urls_are_usage_errors_that_never_show_the_url(url: str) -> Non
     with pytest.raises(UsageError, match=r"^RUNNER_PING_URL: ") as refused:
         parse(["run", "true"], {"RUNNER_PING_URL": url})
     assert "secret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RUNNER_JOB_NAME": "bad name"}, r"^RUNNER_JOB_NAME: 'bad name' is not a valid job name"),
+        ({"RUNNER_STATE_URL": "mysql://x"}, r"^RUNNER_STATE_URL: expected a postgresql://"),
+    ],
+)
+def test_a_bad_value_from_the_environment_is_named_by_its_variable(
+    env: dict[str, str], message: str
+) -> None:
+    """Regression: RUNNER_JOB_NAME and RUNNER_STATE_URL were refused as --name and --state,
+    options the command line did not hold."""
+    with pytest.raises(UsageError, match=message):
+        parse(["run", "--lock", "x", "true"], env)
