@@ -29,7 +29,8 @@ def set_option(invocation: Invocation, option: str, value: str) -> None:
     elif option == "--retry-on":
         policy.retry_on = parse_codes(value, option)
     elif option in ("--since", "--retire-after"):
-        setattr(invocation, option[2:].replace("-", "_"), parse_duration(value, option))
+        limit = parse_duration(value, option) or None  # 0: no limit, as for every DURATION
+        setattr(invocation, option[2:].replace("-", "_"), limit)
     elif option == "--signal":
         invocation.stop_signal = parse_signal(value, option)
     elif option == "--conflict-exit-code":

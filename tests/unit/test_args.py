@@ -247,3 +247,11 @@ def test_a_bad_value_from_the_environment_is_named_by_its_variable(
     options the command line did not hold."""
     with pytest.raises(UsageError, match=message):
         parse(["run", "--lock", "x", "true"], env)
+
+
+@pytest.mark.parametrize("option", ["--since", "--retire-after"])
+def test_a_zero_window_is_no_limit_as_every_duration_says(option: str) -> None:
+    """Regression: `--since 0` kept no run at all ("no runs in that time"), where the help
+    says of every DURATION that 0 means no limit, as `--retire-after 0` read it."""
+    assert getattr(parse(["stats", option, "0"], {}), option[2:].replace("-", "_")) is None
+    assert getattr(parse(["stats", option, "5m"], {}), option[2:].replace("-", "_")) == 300
