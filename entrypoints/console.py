@@ -55,11 +55,14 @@ class StreamConsole:
             self.warn(text)
 
     def warn(self, text: str) -> None:
-        """A line on stderr; a stderr that cannot be written is not worth a traceback."""
+        """A line on stderr; a stderr that cannot be written is not worth a traceback, nor a
+        changed exit code: the lines that follow go nowhere (see `_mute`)."""
         if sys.stderr is not None:
             try:
                 _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
-            except (OSError, ValueError):
+            except OSError:
+                _mute()
+            except ValueError:
                 pass
 
 
@@ -79,6 +82,17 @@ def printable(text: str, encoding: str) -> str:
         raw = text.encode("utf-8", "backslashreplace")
     readable = raw.decode("utf-8", "backslashreplace")
     return readable.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def _mute() -> None:
+    """Write the runner's own stderr lines to /dev/null from now on: what stays in the buffer
+    of the one that failed (a full device) would fail again at exit, and Python would then
+    exit 120 in place of the command's code. Only sys.stderr changes, not the descriptor:
+    the command's next attempt gets the stderr the runner was given."""
+    try:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - sys.stderr until the end
+    except OSError:
+        pass
 
 
 def _silence(stream: TextIO) -> None:

@@ -100,6 +100,57 @@ def test_output_to_a_full_device_is_an_error(lab: Lab, args: list[str], cron: bo
     assert result.stderr.count(b"\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "stdout"),
+    [
+        (
+            ["run", "--retries", "1", "--backoff", "0", "--", "sh", "-c", "echo out; exit 3"],
+            3,
+            b"out\nout\n",
+        ),
+        (["run", "--", "no-such-command-here"], 127, b""),
+        (["run", "--timeout", "0.2", "--", "sleep", "5"], 124, b""),
+        (["stats", "--since", "nonsense"], 125, b""),
+        (["apply", "db", "--", "true"], 0, b""),
+    ],
+)
+@pytest.mark.parametrize("cron", [False, True])
+def test_a_full_stderr_never_changes_the_exit_code(
+    lab: Lab, args: list[str], code: int, stdout: bytes, cron: bool
+) -> None:
+    """Regression: with stderr on a full device (`2>>` a log on a full disk) the runner's own
+    lines could not be written, and Python exited 120 at the end in place of the command's
+    code. The command's own stderr is left as it was given (still the full device)."""
+    env = lab.env
+    if cron:
+        keep = ("PATH", "RUNNER_HOME", "RUNNER_APPLY_COMMAND", "APPLY_LOG")
+        env = {name: lab.env[name] for name in keep}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, RUNNER, *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            timeout=30,
+            check=False,
+        )
+    assert (result.returncode, result.stdout) == (code, stdout)
+
+
+def test_the_commands_stderr_stays_as_given_after_the_runners_lines_fail(lab: Lab) -> None:
+    """Once a line of the runner's cannot be written, the next attempt's stderr is still the
+    one the runner was given, not one the runner swapped in."""
+    script = "readlink /proc/self/fd/2; exit 1"
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, RUNNER, "run", "--retries", "1", "--backoff", "0", "--",
+             "sh", "-c", script],
+            env=lab.env, stdout=subprocess.PIPE, stderr=full, timeout=30, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stdout == b"/dev/full\n/dev/full\n"
+
+
 def test_a_reader_that_goes_away_is_no_error(lab: Lab) -> None:
     """`stats | head -1`: a closed pipe ends the output quietly, with no traceback."""
     for n in range(40):
