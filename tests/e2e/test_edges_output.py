@@ -66,6 +66,26 @@ def test_run_creates_a_missing_home(lab: Lab) -> None:
     assert home.stat().st_mode & 0o777 == 0o700
 
 
+def beside_a_full_device(
+    lab: Lab, args: list[str], *, cron: bool, full: str
+) -> subprocess.CompletedProcess[bytes]:
+    """The runner with its stdout or stderr (`full`) on /dev/full and the other captured; with
+    `cron`, in cron's environment (no PYTHONUNBUFFERED, no LANG: output buffered)."""
+    env = lab.env
+    if cron:
+        keep = ("PATH", "RUNNER_HOME", "RUNNER_APPLY_COMMAND", "APPLY_LOG")
+        env = {name: lab.env[name] for name in keep}
+    with open("/dev/full", "w") as device:
+        return subprocess.run(
+            [sys.executable, RUNNER, *args],
+            env=env,
+            stdout=device if full == "stdout" else subprocess.PIPE,
+            stderr=device if full == "stderr" else subprocess.PIPE,
+            timeout=30,
+            check=False,
+        )
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -82,19 +102,7 @@ def test_output_to_a_full_device_is_an_error(lab: Lab, args: list[str], cron: bo
     environment (no PYTHONUNBUFFERED, no LANG: stdout buffered) it exited 120 with
     Python's 'Exception ignored' lines."""
     lab.run("apply", "db", "--", "true")
-    env = lab.env
-    if cron:
-        keep = ("PATH", "RUNNER_HOME", "RUNNER_APPLY_COMMAND", "APPLY_LOG")
-        env = {name: lab.env[name] for name in keep}
-    with open("/dev/full", "w") as full:
-        result = subprocess.run(
-            [sys.executable, RUNNER, *args],
-            env=env,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            timeout=30,
-            check=False,
-        )
+    result = beside_a_full_device(lab, args, cron=cron, full="stdout")
     assert result.returncode == 125
     assert result.stderr.startswith(b"runner: error: cannot write output: No space left")
     assert result.stderr.count(b"\n") == 1
@@ -121,19 +129,7 @@ def test_a_full_stderr_never_changes_the_exit_code(
     """Regression: with stderr on a full device (`2>>` a log on a full disk) the runner's own
     lines could not be written, and Python exited 120 at the end in place of the command's
     code. The command's own stderr is left as it was given (still the full device)."""
-    env = lab.env
-    if cron:
-        keep = ("PATH", "RUNNER_HOME", "RUNNER_APPLY_COMMAND", "APPLY_LOG")
-        env = {name: lab.env[name] for name in keep}
-    with open("/dev/full", "w") as full:
-        result = subprocess.run(
-            [sys.executable, RUNNER, *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=full,
-            timeout=30,
-            check=False,
-        )
+    result = beside_a_full_device(lab, args, cron=cron, full="stderr")
     assert (result.returncode, result.stdout) == (code, stdout)
 
 
@@ -141,12 +137,8 @@ def test_the_commands_stderr_stays_as_given_after_the_runners_lines_fail(lab: La
     """Once a line of the runner's cannot be written, the next attempt's stderr is still the
     one the runner was given, not one the runner swapped in."""
     script = "readlink /proc/self/fd/2; exit 1"
-    with open("/dev/full", "w") as full:
-        result = subprocess.run(
-            [sys.executable, RUNNER, "run", "--retries", "1", "--backoff", "0", "--",
-             "sh", "-c", script],
-            env=lab.env, stdout=subprocess.PIPE, stderr=full, timeout=30, check=False,
-        )  # fmt: skip
+    args = ["run", "--retries", "1", "--backoff", "0", "--", "sh", "-c", script]
+    result = beside_a_full_device(lab, args, cron=True, full="stderr")
     assert result.returncode == 1
     assert result.stdout == b"/dev/full\n/dev/full\n"
 
