@@ -50,10 +50,13 @@ class LockBusy(RunnerError):
 
 
 def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
-    """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`."""
+    """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`.
+    `what` and `host` are the holder's word, which anyone who can open the lock can write:
+    shown with what could act on a terminal escaped."""
     from domain.durations import human  # noqa: PLC0415 - only a busy lock says it
+    from domain.words import visible  # noqa: PLC0415
 
-    return f"{what} on {host} (pid {pid}) for {human(max(0.0, seconds))}"
+    return f"{visible(what)} on {visible(host)} (pid {pid}) for {human(max(0.0, seconds))}"
 
 
 class LockLost(RunnerError):

@@ -10,6 +10,7 @@ from adapters.lockinfo import held_locks
 from adapters.postgres import sql
 from adapters.postgres.session import QueryError
 from domain.errors import ExitStatus, StateError, UsageError, holder_line
+from domain.words import visible
 from entrypoints.backends import pg_tables
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -37,7 +38,7 @@ def locks(invocation: Invocation, home: str, watch: SignalWatch, console: Stream
         expires = row.get("expires_in")
         table.append(
             (
-                str(row["lock"]) + (f"#{row['slot']}" if row.get("slot") else ""),
+                visible(str(row["lock"])) + (f"#{row['slot']}" if row.get("slot") else ""),
                 "-" if row.get("token") is None else str(row["token"]),
                 "-" if expires is None else f"{float(str(expires)):.0f}s",
                 _holder(row, now),

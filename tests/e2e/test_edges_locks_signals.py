@@ -69,6 +69,53 @@ def test_waiters_are_served_while_two_holders_take_the_lock_back_to_back(lab: La
             holder.wait()
 
 
+PLANT_AND_HOLD = """
+import fcntl, json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+record = {"what": "apply x\\u001b]0;owned\\u0007\\u001b[2J", "host": "h\\u202eevil",
+          "pid": 1, "since": time.time()}
+os.pwrite(fd, json.dumps(record).encode(), 0)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_holders_record_cannot_act_on_the_terminal(lab: Lab) -> None:
+    """Regression: the holder's record in a lock file (anyone who can open the file can hold
+    it and write one) reached the terminal raw through `locks` and the busy message:
+    terminal escapes, a right-to-left override. It is shown escaped."""
+    state = lab.home / "state"
+    state.mkdir(exist_ok=True)
+    job = str(lab.tmp / "job.lock")
+    cases = [
+        (str(state / "lock"), ["apply", "b", "--", "true"]),
+        (job, ["run", "--lock", job, "true"]),
+    ]
+    for lock, busy in cases:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", PLANT_AND_HOLD, lock],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert holder.stdout is not None
+            assert holder.stdout.readline() == b"held\n"
+            shown = [lab.run(*busy).stderr]
+            if busy[0] == "apply":
+                shown.append(lab.run("locks").stdout)
+            for text in shown:
+                assert b"apply x" in text
+                assert b"\x1b" not in text
+                assert b"\x07" not in text
+                assert "\u202e".encode() not in text
+                assert b"\\E]0;owned\\a\\E[2J" in text or b"\\x1b]0;owned" in text
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=30)
+
+
 def test_a_waiter_queued_on_a_replaced_lock_file_starts_over(lab: Lab) -> None:
     """The lock file is replaced while held: the queued waiter never runs beside the new holder.
 
