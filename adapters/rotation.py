@@ -1,9 +1,10 @@
 """A log's rotated generations: found beside it by logrotate's names, known by their first line.
 
 logrotate leaves `runs.jsonl.1`, `runs.jsonl.2.gz`, … (numbered, the highest oldest) or
-`runs.jsonl-20261130`, `runs.jsonl-20261130.gz`, … (dated, in name order). A generation
-is known by its first whole line: a runner's first line names a run id and a time of
-its own, so no two generations share one.
+`runs.jsonl-20261130`, `runs.jsonl-20261130.gz`, … (dated, in name order); compressed by
+gzip, or by another program (`compresscmd`: `.bz2`, `.xz`, `.zst`). A generation is known
+by its first whole line: a runner's first line names a run id and a time of its own, so
+no two generations share one.
 """
 
 from __future__ import annotations
@@ -13,28 +14,81 @@ from binascii import crc32
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import BinaryIO
 
 HEAD_MAX = 1 << 16
 """Bytes of the first line that identify a log."""
-GZIP_MAGIC = b"\x1f\x8b"
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"), (b"(\xb5/\xfd", "zstd"))
+"""The first bytes of each compression logrotate can be told to use, and its module."""
+SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+"""The names compressed generations end with."""
+
+
+class Unreadable(OSError):
+    """A compressed log this Python cannot decompress, or whose data is damaged."""
 
 
 def open_log(path: str) -> BinaryIO:
-    """A log for reading, decompressed when it is gzip (by its first bytes, not its name)."""
+    """A log for reading, decompressed when it is compressed (known by its first bytes, not
+    its name). Reading it raises EOFError when it is cut short, OSError when it is damaged."""
     handle = open(path, "rb")  # noqa: SIM115 - handed to the caller
-    if handle.read(2) == GZIP_MAGIC:
-        handle.close()
-        import gzip  # noqa: PLC0415 - only for a compressed log
+    module = _compression(handle.read(6))
+    if module is None:
+        handle.seek(0)
+        return handle
+    handle.close()
+    if module == "zstd":
+        try:
+            from compression import zstd  # type: ignore[import-not-found]  # noqa: PLC0415
+        except ImportError:
+            raise Unreadable(
+                "it is zstd-compressed, which Python reads from 3.14 on (zstd -d it)"
+            ) from None
+        return zstd.open(path, "rb")  # type: ignore[no-any-return]
+    import importlib  # noqa: PLC0415 - only for a compressed log
 
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    handle.seek(0)
-    return handle
+    return _Guarded(importlib.import_module(module).open(path, "rb"))  # type: ignore[return-value]
 
 
-def is_gzip(path: str) -> bool:
+def is_compressed(path: str) -> bool:
     with open(path, "rb") as handle:
-        return handle.read(2) == GZIP_MAGIC
+        return _compression(handle.read(6)) is not None
+
+
+def _compression(first: bytes) -> str | None:
+    return next((module for magic, module in MAGIC if first.startswith(magic)), None)
+
+
+class _Guarded:
+    """A decompressing reader whose damaged data is an OSError (lzma raises its own error)."""
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self.inner = inner
+
+    def read(self, size: int = -1) -> bytes:
+        return self._guard(self.inner.read, size)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._guard(self.inner.readline, size)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> _Guarded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()
+
+    @staticmethod
+    def _guard(call: Callable[[int], bytes], size: int) -> bytes:
+        try:
+            return call(size)
+        except (OSError, EOFError):
+            raise
+        except Exception as exc:  # lzma.LZMAError, zlib.error: damaged data
+            raise Unreadable(f"damaged compressed data ({exc})") from None
 
 
 def head_at(fd: int) -> str | None:
@@ -86,12 +140,12 @@ def generations(log: str, current: os.stat_result) -> list[str]:
     numbered: list[tuple[int, str]] = []
     for path in glob.glob(glob.escape(log) + "[-.]*"):
         rest = os.path.basename(path)[len(name) :]
-        stem = rest.removesuffix(".gz")
+        stem = _plain(rest)
         if stem.startswith("-"):
             dated.append(path)
         elif stem[1:].isdigit() and stem[1:].isascii():
             numbered.append((int(stem[1:]), path))
-    ordered = sorted(dated, key=lambda path: (path.removesuffix(".gz"), path.endswith(".gz")))
+    ordered = sorted(dated, key=lambda path: (_plain(path), path != _plain(path)))
     ordered += [path for _, path in sorted(numbered, key=lambda item: (-item[0], item[1]))]
     chosen: list[str] = []
     for path in ordered:
@@ -102,7 +156,12 @@ def generations(log: str, current: os.stat_result) -> list[str]:
         itself = (info.st_dev, info.st_ino) == (current.st_dev, current.st_ino)
         if itself or not os.path.isfile(path):
             continue
-        if path.endswith(".gz") and path.removesuffix(".gz") in chosen:
+        if path != _plain(path) and _plain(path) in chosen:
             continue
         chosen.append(path)
     return chosen
+
+
+def _plain(name: str) -> str:
+    """`name` without the suffix of a compressed generation."""
+    return next((name[: -len(end)] for end in SUFFIXES if name.endswith(end)), name)

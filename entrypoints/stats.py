@@ -175,14 +175,14 @@ def _history(
 ) -> tuple[LogSummary, Checkpoint | None]:
     """The whole history: from the checkpoint for one log file, else read whole."""
     from adapters.checkpoint import Checkpoint
-    from adapters.rotation import is_gzip
+    from adapters.rotation import is_compressed
 
     for path in logs:
         _refuse_unless_regular(path)
     single = logs[0]
     if len(logs) == 1:
         try:
-            if not (os.path.exists(single) and is_gzip(single)):
+            if not (os.path.exists(single) and is_compressed(single)):
                 checkpoint = Checkpoint(single, by, console.warn)
                 return checkpoint.update(watch, console.info), checkpoint
         except FileNotFoundError:
@@ -198,14 +198,14 @@ def _read(logs: list[str], by: str, since: float | None, watch: SignalWatch) -> 
     import sys
 
     from adapters.logfile import summarize, summarize_stream
-    from adapters.rotation import is_gzip, open_log
+    from adapters.rotation import is_compressed, open_log
 
     total = LogSummary(Summary(since), 0, 0)
     for path in logs:
         try:
             if path == "-":
                 total.merge(summarize_stream(sys.stdin.buffer, by, since, watch))
-            elif is_gzip(path):
+            elif is_compressed(path):
                 with open_log(path) as handle:
                     total.merge(summarize_stream(handle, by, since, watch))
             else:

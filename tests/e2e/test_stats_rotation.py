@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -82,6 +85,47 @@ def test_dated_compressed_generations_are_all_read(lab: Lab) -> None:
     assert runs_of(prom, "job") == 25
 
 
+@pytest.mark.parametrize(("tool", "suffix"), [("xz", ".xz"), ("bzip2", ".bz2")])
+def test_generations_compressed_by_another_program_are_all_read(
+    lab: Lab, tool: str, suffix: str
+) -> None:
+    """Regression: logrotate's `compresscmd` (xz, bzip2) left `runs.jsonl.2.xz`, which stats
+    did not take for a generation (its runs were lost), and a dated `runs.jsonl-….xz`,
+    whose bytes it counted as malformed lines. Every compression the standard library
+    reads is read, known by its first bytes."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed")
+    prom = lab.tmp / "runner.prom"
+    packed = [f"compresscmd {shutil.which(tool)}", f"compressext {suffix}", "compress"]
+    lab.log.write_bytes(runs(0, 7))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    append(lab, runs(7, 7))
+    logrotate(lab, "create 0600", *packed)
+    append(lab, runs(14, 7))
+    logrotate(lab, "create 0600", *packed)
+    append(lab, runs(21, 7))
+    assert sorted(path.name for path in lab.home.glob("runs.jsonl*")) == [
+        "runs.jsonl",
+        f"runs.jsonl.1{suffix}",
+        f"runs.jsonl.2{suffix}",
+    ]
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 28
+    given = lab.run("stats", "--json", "--log", str(lab.home / f"runs.jsonl.2{suffix}"))
+    assert (given.returncode, given.stderr) == (0, b"")
+    assert json.loads(given.stdout)["groups"][0]["runs"] == 14  # the first 14, rotated twice
+    for numbered in lab.home.glob(f"runs.jsonl.*{suffix}"):
+        numbered.unlink()  # from here on, dated generations alone
+    for hour in range(2):
+        append(lab, runs(28 + 7 * hour, 7))
+        logrotate(lab, *packed, "dateext", f"dateformat -2026113{hour}")
+    append(lab, runs(42, 7))
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 49
+
+
 @pytest.mark.parametrize("how", ["create", "copytruncate"])
 def test_a_rotation_while_the_workers_read_loses_and_doubles_nothing(lab: Lab, how: str) -> None:
     """Regression: rotating (`mv` and a new file, or copytruncate) while stats' workers read
@@ -128,3 +172,38 @@ def test_a_compressed_generation_cut_short_is_an_error_and_nothing_is_lost(lab: 
     rotated.write_bytes(packed)
     assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
     assert runs_of(prom, "job") == 7
+
+
+@pytest.mark.parametrize("module", ["gzip", "bz2", "lzma"])
+def test_damaged_compressed_data_is_an_error_of_one_line(lab: Lab, module: str) -> None:
+    """Regression: a compressed log damaged in the middle ended in `internal error: error:
+    Error -3 …` (zlib) or `LZMAError`: said in one line, as a log cut short is."""
+    packer = importlib.import_module(module)
+    packed = bytearray(packer.compress(runs(0, 2000)))
+    middle = len(packed) // 2
+    packed[middle : middle + 64] = bytes(64)
+    damaged = lab.tmp / f"old.{module}"
+    damaged.write_bytes(bytes(packed))
+    result = lab.run("stats", "--log", str(damaged))
+    assert result.returncode == 125
+    assert result.stderr.startswith(f"runner: error: cannot read {damaged}: ".encode())
+    assert result.stderr.count(b"\n") == 1
+    assert b"internal error" not in result.stderr
+
+
+def test_a_zstd_log_says_what_python_it_needs(lab: Lab) -> None:
+    """zstd (logrotate's `compresscmd zstd`) is in the standard library from Python 3.14."""
+    packed = lab.tmp / "old.zst"
+    packed.write_bytes(b"(\xb5/\xfd" + bytes(32))
+    result = lab.run("stats", "--log", str(packed))
+    if sys.version_info >= (3, 14):
+        assert result.returncode == 125  # not a whole zstd frame
+        return
+    assert result.returncode == 125
+    assert (
+        result.stderr
+        == (
+            f"runner: error: cannot read {packed}: it is zstd-compressed, which Python reads "
+            "from 3.14 on (zstd -d it)\n"
+        ).encode()
+    )
