@@ -140,6 +140,9 @@ def _execute(
     except Interrupted as stop:
         code = stop.exit_code
         raise
+    except LockBusy as busy:
+        busy.status = code = invocation.conflict_exit_code  # what the run exits with, pinged
+        raise
     except RunnerError as error:
         code = error.status
         raise
