@@ -217,9 +217,10 @@ def show(
 
 
 def terminal() -> tuple[int, bool]:
-    """The width (or $COLUMNS; unlimited for a pipe or a file), and whether to colour."""
+    """The width (or $COLUMNS; unlimited for a pipe or a file), and whether to colour: on a
+    terminal, unless NO_COLOR is set (not empty) or TERM is dumb."""
     tty = os.isatty(1)
-    colour = tty and "NO_COLOR" not in os.environ
+    colour = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     if os.environ.get("COLUMNS", "").isdigit() or tty:
         import shutil  # noqa: PLC0415 - only for a terminal or $COLUMNS
 

@@ -195,7 +195,8 @@ def test_the_table_has_quantiles_codes_and_a_history_strip(lab: Lab) -> None:
 
 
 def test_the_strip_is_coloured_on_a_terminal_unless_no_color(lab: Lab) -> None:
-    """On a terminal the strip is coloured; NO_COLOR keeps it plain."""
+    """On a terminal the strip is coloured; NO_COLOR keeps it plain, and so does a terminal
+    that says it knows no escapes (TERM=dumb: an editor's shell, a CI log)."""
     script = shutil.which("script")
     if script is None:
         pytest.skip("util-linux script is not installed")
@@ -205,14 +206,15 @@ def test_the_strip_is_coloured_on_a_terminal_unless_no_color(lab: Lab) -> None:
         [script, "-qec", command, "/dev/null"], capture_output=True, env=lab.env, check=True
     )
     assert b"\x1b[31m" in coloured.stdout
-    plain = subprocess.run(
-        [script, "-qec", command, "/dev/null"],
-        capture_output=True,
-        env={**lab.env, "NO_COLOR": "1"},
-        check=True,
-    )
-    assert b"\x1b[" not in plain.stdout
-    assert b".x" in plain.stdout
+    for plainly in ({"NO_COLOR": "1"}, {"TERM": "dumb"}):
+        plain = subprocess.run(
+            [script, "-qec", command, "/dev/null"],
+            capture_output=True,
+            env={**lab.env, **plainly},
+            check=True,
+        )
+        assert b"\x1b[" not in plain.stdout
+        assert b".x" in plain.stdout
 
 
 def test_the_checkpoint_is_not_in_the_way_of_rotation_globs(lab: Lab) -> None:
