@@ -82,14 +82,7 @@ class PosixProcessRunner:
         actions += [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[1], 2)]
         try:
             environment = {**self.environ, **env} if env else self.environ
-            pid = os.posix_spawnp(
-                cmd[0],
-                cmd,
-                environment,
-                setsid=not self.foreground,
-                setsigdef=RESET_IN_CHILD,
-                file_actions=actions,
-            )
+            pid = self._spawn(cmd, environment, actions)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
             return self._ended(Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}"))
@@ -108,11 +101,54 @@ class PosixProcessRunner:
         finally:
             self.watch.group = None
 
+    def _spawn(
+        self, cmd: list[str], environment: Mapping[str, str], actions: list[tuple[int, int, int]]
+    ) -> int:
+        """Start `cmd` (found on PATH). A script with no `#!` line is run by /bin/sh, as
+        `timeout`, `flock` and bash run it; a file that is no text stays an error."""
+        try:
+            return self._spawn_as(cmd[0], cmd, environment, actions)
+        except OSError as exc:
+            script = _script(cmd[0]) if exc.errno == errno.ENOEXEC else None
+            if script is None:
+                raise
+        return self._spawn_as("/bin/sh", ["/bin/sh", script, *cmd[1:]], environment, actions)
+
+    def _spawn_as(
+        self,
+        program: str,
+        argv: list[str],
+        environment: Mapping[str, str],
+        actions: list[tuple[int, int, int]],
+    ) -> int:
+        return os.posix_spawnp(
+            program,
+            argv,
+            environment,
+            setsid=not self.foreground,
+            setsigdef=RESET_IN_CHILD,
+            file_actions=actions,
+        )
+
     def _ended(self, outcome: Outcome) -> Outcome:
         """Tell the capture (if any) how the attempt it holds ended."""
         if self.capture is not None:
             self.capture.ended(outcome.rc)
         return outcome
+
+
+def _script(word: str) -> str | None:
+    """The file `word` names (on PATH unless it holds a /) if it reads as text, as bash tells a
+    script from a binary: no NUL in its first line's first 80 bytes."""
+    import shutil  # noqa: PLC0415 - only for a script with no #! line
+
+    path = word if "/" in word else shutil.which(word)
+    try:
+        with open(path or "", "rb") as handle:
+            start = handle.read(80)
+    except OSError:
+        return None
+    return path if b"\0" not in start.split(b"\n", 1)[0] else None
 
 
 def _regular_file_offset(fd: int) -> int | None:

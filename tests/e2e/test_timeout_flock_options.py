@@ -269,3 +269,38 @@ def test_foreground_signals_the_command_alone_on_timeout(lab: Lab) -> None:
         os.kill(child, 0)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("by", ["path", "name"])
+def test_a_script_without_a_shebang_runs_with_sh_as_timeout_runs_it(lab: Lab, by: str) -> None:
+    """Regression: an executable script with no `#!` line failed with 126 (`Exec format
+    error`), where `timeout`, `flock` and `env` run it with /bin/sh, as POSIX's execvp
+    does; found on PATH too. It gets its own path as $0, and its arguments."""
+    folder = lab.tmp / "bin"
+    folder.mkdir()
+    script = folder / "legacy-job"
+    script.write_text('echo "$0 $1"\nexit 4\n')
+    script.chmod(0o755)
+    word = str(script) if by == "path" else "legacy-job"
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    result = lab.run("run", "--", word, "first", env=env)
+    assert (result.returncode, result.stdout) == (4, f"{script} first\n".encode())
+    assert b"Exec format error" not in result.stderr
+    if shutil.which("timeout"):
+        theirs = subprocess.run(
+            ["timeout", "10", word, "first"],
+            capture_output=True,
+            env={**lab.env, **env},
+            check=False,
+        )
+        assert (theirs.returncode, theirs.stdout) == (result.returncode, result.stdout)
+
+
+def test_a_file_that_is_no_program_nor_script_is_still_126(lab: Lab) -> None:
+    """A binary that the kernel cannot run is not handed to a shell when it is no text."""
+    blob = lab.tmp / "blob"
+    blob.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(64))
+    blob.chmod(0o755)
+    result = lab.run("run", "--", str(blob))
+    assert result.returncode == 126
+    assert b"cannot run" in result.stderr
