@@ -91,21 +91,19 @@ class FcntlLock:
 
         flock needs no write access, so a lock file another user made, that this
         one may only read, or one on a read-only file system, still serves (as with
-        flock(1)).
+        flock(1)). A folder is locked as flock(1) locks one (its holder writes nothing).
         """
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
                 return os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR):
                     raise
                 return os.open(path, flags | os.O_RDONLY)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise StateError(f"lock file {path} is a symbolic link; refusing it") from None
-            if exc.errno == errno.EISDIR:
-                raise StateError(f"lock file {path} is a folder") from None
             raise StateError(f"cannot open lock file {path}: {exc.strerror}") from None
 
     def fds(self) -> tuple[int, ...]:

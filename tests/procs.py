@@ -133,7 +133,8 @@ def catches(pid: int, signum: int) -> bool:
 
 HOLD_LOCK = """
 import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+path = sys.argv[1]
+fd = os.open(path, os.O_RDONLY) if os.path.isdir(path) else os.open(path, os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()

@@ -220,10 +220,20 @@ def test_a_lock_file_in_a_missing_folder_is_a_state_error(
     assert not (tmp_path / "missing").exists()
 
 
-def test_a_lock_path_that_is_a_folder_is_a_state_error(tmp_path: Path, watch: SignalWatch) -> None:
-    """--lock naming a folder is refused with a clear message."""
-    with pytest.raises(StateError, match="is a folder"):
-        FcntlLock(str(tmp_path), watch).acquire()
+def test_a_folder_is_locked_as_flock_locks_one(tmp_path: Path, watch: SignalWatch) -> None:
+    """--lock naming a folder locks the folder, as flock(1) does (it was refused); its holder
+    writes nothing into it, and a second holder finds it busy."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    first = FcntlLock(str(folder), watch)
+    first.acquire()
+    try:
+        with pytest.raises(LockBusy):
+            FcntlLock(str(folder), watch).acquire()
+    finally:
+        first.release()
+    assert list(folder.iterdir()) == []
+    FcntlLock(str(folder), watch).acquire()
 
 
 def test_a_lock_file_that_can_only_be_read_still_locks(

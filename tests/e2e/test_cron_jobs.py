@@ -7,8 +7,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -18,6 +16,7 @@ from typing import ClassVar
 import pytest
 
 from tests.e2e.conftest import Lab
+from tests.procs import lock_held_elsewhere
 
 SECRET = "5f2d9a1c-secret-check-uuid"
 
@@ -151,15 +150,6 @@ def test_a_ping_url_with_a_query_keeps_it_and_pings_the_right_endpoints(
     ]
 
 
-HOLD = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
 @pytest.mark.parametrize(("conflict", "code"), [([], 3), (["--conflict-exit-code", "0"], 0)])
 def test_a_run_that_finds_the_lock_busy_pings_the_code_it_exits_with(
     lab: Lab, service: str, conflict: list[str], code: int
@@ -167,17 +157,8 @@ def test_a_run_that_finds_the_lock_busy_pings_the_code_it_exits_with(
     """Regression: with --conflict-exit-code 0 the busy run exited 0 but pinged `/3`, a
     failure, so an overlap the operator had made harmless still raised the alert."""
     lock = str(lab.tmp / "job.lock")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, lock], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == b"held\n"
+    with lock_held_elsewhere(lock):
         result = lab.run("run", "--lock", lock, *conflict, "--ping", service, "--", "true")
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert result.returncode == code
     paths = [urllib.parse.urlsplit(path).path for path, _ in Service.pings]
     assert paths == [f"/{SECRET}/start", f"/{SECRET}/3" if code else f"/{SECRET}"]

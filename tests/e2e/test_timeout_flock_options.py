@@ -304,3 +304,29 @@ def test_a_file_that_is_no_program_nor_script_is_still_126(lab: Lab) -> None:
     result = lab.run("run", "--", str(blob))
     assert result.returncode == 126
     assert b"cannot run" in result.stderr
+
+
+def test_a_folder_is_a_lock_as_flock_takes_one(lab: Lab) -> None:
+    """Regression: `--lock /srv/app` was refused (`lock file … is a folder`), where flock(1)
+    locks a folder as well as a file; the folder is locked, and held against flock too."""
+    folder = lab.tmp / "app"
+    folder.mkdir()
+    assert lab.run("run", "--lock", str(folder), "--", "true").returncode == 0
+    with lock_held_elsewhere(str(folder)):
+        busy = lab.run("run", "--lock", str(folder), "--", "true")
+    assert busy.returncode == 3
+    assert b"another run in progress" in busy.stderr
+    if shutil.which("flock"):
+        holding = lab.start("run", "--lock", str(folder), "--", "sleep", "30")
+        try:
+            wait_for(
+                lambda: (
+                    subprocess.run(["flock", "-n", str(folder), "true"], check=False).returncode
+                    == 1
+                ),
+                what="the runner holding the folder",
+            )
+        finally:
+            holding.terminate()
+            holding.wait(timeout=30)
+    assert sorted(path.name for path in folder.iterdir()) == []
