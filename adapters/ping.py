@@ -14,12 +14,18 @@ never changes.
 
 from __future__ import annotations
 
+import os
+import select
 import time
+
+from adapters.signals import ending
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from urllib.request import Request
 
+    from adapters.signals import SignalWatch
     from domain.attempts import AttemptRecord
     from domain.ports import AttemptSink
 
@@ -28,12 +34,21 @@ BUDGET = 10.0
 TRY_TIMEOUT = 5.0
 """Seconds one try may take."""
 TRIES = 3
+END_AFTER_SIGNAL = 2.0
+"""Seconds the end ping of a run that a signal ended may take: the runner is being stopped
+(`docker stop` sends SIGKILL 10 s after SIGTERM), so it tells the service briefly."""
 
 
 class Pinger:
     """The pings of one run, within one time budget."""
 
-    def __init__(self, url: str, run_id: str, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        url: str,
+        run_id: str,
+        warn: Callable[[str], None],
+        watch: SignalWatch | None = None,
+    ) -> None:
         from urllib.parse import urlsplit  # noqa: PLC0415 - only with --ping
 
         parts = urlsplit(url)
@@ -46,6 +61,7 @@ class Pinger:
         """The run id as Healthchecks wants one, a UUID in canonical form (it refuses any
         other `rid` with a 400): the log's 16 hex digits, then zeros."""
         self.warn = warn
+        self.watch = watch
         self.deadline = time.monotonic() + BUDGET
         self.finished = False
 
@@ -58,11 +74,12 @@ class Pinger:
         if self.finished:
             return True
         self.finished = True
+        if self.watch is not None and self.watch.ended is not None:
+            self.deadline = min(self.deadline, time.monotonic() + END_AFTER_SIGNAL)
         return self._ping("" if rc == 0 else f"/{min(rc, 255)}", body)
 
     def _ping(self, suffix: str, body: bytes) -> bool:
-        import urllib.error  # noqa: PLC0415 - only with --ping
-        import urllib.request  # noqa: PLC0415
+        import urllib.request  # noqa: PLC0415 - only with --ping
 
         request = urllib.request.Request(
             f"{self.endpoint}{suffix}?{self.query}rid={self.rid}",
@@ -70,29 +87,85 @@ class Pinger:
             method="POST",
             headers={"User-Agent": "runner.py"},
         )
+        what = suffix.lstrip("/") or "success"
         why = "no time left"
         for attempt in range(TRIES):
             left = self.deadline - time.monotonic()
             if left <= 0:
                 break
-            try:
-                with urllib.request.urlopen(request, timeout=min(TRY_TIMEOUT, left)) as answer:
-                    if 200 <= answer.status < 300:
-                        return True
-                    why = f"HTTP {answer.status}"
-            except urllib.error.HTTPError as error:
-                why = f"HTTP {error.code}"
-                if error.code < 500:
-                    break  # the service refused it: trying again changes nothing
-            except (OSError, ValueError) as error:
-                why = type(error).__name__ if isinstance(error, ValueError) else _reason(error)
-            if attempt + 1 < TRIES:
-                time.sleep(min(0.5 * 2**attempt, max(0.0, self.deadline - time.monotonic())))
-        self.warn(f"ping {suffix.lstrip('/') or 'success'} failed ({why}); the run goes on")
+            answer = self._send(request, min(TRY_TIMEOUT, left))
+            if answer is None:
+                self.warn(f"ping {what} abandoned: a signal ends the run")
+                return False
+            if isinstance(answer, int) and 200 <= answer < 300:
+                return True
+            why = f"HTTP {answer}" if isinstance(answer, int) else _reason(answer)
+            if isinstance(answer, int) and answer < 500:
+                break  # the service refused it: trying again changes nothing
+            pause = min(0.5 * 2**attempt, max(0.0, self.deadline - time.monotonic()))
+            if attempt + 1 < TRIES and not self._pause(pause):
+                self.warn(f"ping {what} abandoned: a signal ends the run")
+                return False
+        self.warn(f"ping {what} failed ({why}); the run goes on")
         return False
 
+    def _send(self, request: Request, timeout: float) -> int | Exception | None:
+        """The answer's HTTP status, or the error; None when a signal that ends the run came
+        first (the request is left to finish, or time out, in its own thread)."""
+        import threading  # noqa: PLC0415 - only with --ping
 
-def _reason(error: OSError) -> str:
+        found: list[int | Exception] = []
+        done_read, done_write = os.pipe()
+
+        def send() -> None:
+            import urllib.error  # noqa: PLC0415
+            import urllib.request  # noqa: PLC0415
+
+            try:
+                with urllib.request.urlopen(request, timeout=timeout) as answer:
+                    found.append(answer.status)
+            except urllib.error.HTTPError as error:
+                found.append(error.code)
+            except (OSError, ValueError) as error:
+                found.append(error)
+            finally:
+                os.close(done_write)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        try:
+            if self.watch is None:
+                sender.join()
+            elif not self._pause(timeout + 1.0, done_read):
+                return None
+            sender.join(1.0)
+            return found[0] if found else TimeoutError("timed out")
+        finally:
+            os.close(done_read)
+
+    def _pause(self, seconds: float, done: int | None = None) -> bool:
+        """Wait `seconds`, or until `done` is readable; False if a signal that ends the run
+        came first. Signals read meanwhile are put back for the run to act on."""
+        if self.watch is None:
+            time.sleep(seconds)
+            return True
+        kept: list[int] = []
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                kept += self.watch.wait(deadline - time.monotonic(), also=done)
+                if ending(kept) is not None:
+                    return False
+                if done is not None and select.select([done], [], [], 0)[0]:
+                    return True
+            return True
+        finally:
+            self.watch.put_back(kept)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValueError):
+        return type(error).__name__
     reason = getattr(error, "reason", None) or error
     text = getattr(reason, "strerror", None) or str(reason)
     return "timed out" if "timed out" in text else text

@@ -50,6 +50,8 @@ class SignalWatch:
 
     def __init__(self) -> None:
         self.group: int | None = None
+        self.ended: int | None = None
+        """The first signal read that ends the run, once one has come."""
         self.inherited_mask = signal.pthread_sigmask(
             signal.SIG_UNBLOCK, (*REDIRECTED, signal.SIGCHLD)
         )
@@ -104,10 +106,18 @@ class SignalWatch:
             for signum in chunk:
                 if signum in FORWARDED:
                     received.append(signum)
+                    if signum in ENDING and self.ended is None:
+                        self.ended = signum
                 elif signum in JOB_CONTROL:
                     self._suspend()
                 elif signum == signal.SIGCONT:
                     self.signal_group(signal.SIGCONT)
+
+    def put_back(self, received: list[int]) -> None:
+        """Return signals read by a waiter that does not act on them (a ping), so that the
+        next `pending` reports them to the one that does."""
+        if received:
+            os.write(self._write, bytes(received))
 
     def final(self) -> list[int]:
         """Hand the ending signals back to their default action, then return what `pending`

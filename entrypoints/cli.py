@@ -128,7 +128,7 @@ def _execute(
         keep_stdin(watch)
     sink = wiring.sink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
-    capture, pinger, recorder = _reporting(invocation, console, sink, run_id)
+    capture, pinger, recorder = _reporting(invocation, console, sink, run_id, watch)
     processes = wiring.processes(invocation, watch, backend, capture)
     attempts = flows.Attempts(
         processes, wiring.clock(watch), recorder, console, run_id, wiring.random()
@@ -159,7 +159,11 @@ def _execute(
 
 
 def _reporting(
-    invocation: Invocation, console: StreamConsole, sink: AttemptSink, run_id: str
+    invocation: Invocation,
+    console: StreamConsole,
+    sink: AttemptSink,
+    run_id: str,
+    watch: SignalWatch,
 ) -> tuple[Capture | None, Pinger | None, AttemptSink]:
     """--output-on-failure's capture and --ping's pinger, when asked for, and the sink that
     pings the run's end before it writes the run's last line."""
@@ -174,7 +178,7 @@ def _reporting(
         return capture, None, sink
     from adapters.ping import Pinger, PingingSink
 
-    pinger = Pinger(invocation.ping, run_id, console.warn)
+    pinger = Pinger(invocation.ping, run_id, console.warn, watch)
     recorder = PingingSink(sink, pinger, capture.tail if capture else bytes)
     recorder.start_failed = not pinger.start()
     return capture, pinger, recorder

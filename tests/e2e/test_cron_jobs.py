@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import signal
 import threading
 import time
 import urllib.parse
@@ -16,7 +17,7 @@ from typing import ClassVar
 import pytest
 
 from tests.e2e.conftest import Lab
-from tests.procs import lock_held_elsewhere
+from tests.procs import lock_held_elsewhere, wait_for
 
 SECRET = "5f2d9a1c-secret-check-uuid"
 
@@ -62,7 +63,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 class Service(http.server.BaseHTTPRequestHandler):
     """A Healthchecks ping endpoint: records each ping, and refuses a `rid` that is not a UUID
-    as the service does; `behaviour` can make it fail or hang."""
+    as the service does; `behaviour` can make it fail or hang (or hang on the end ping)."""
 
     pings: ClassVar[list[tuple[str, bytes]]] = []
     behaviour: ClassVar[str] = "ok"
@@ -70,7 +71,7 @@ class Service(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.pings.append((self.path, body))
-        if self.behaviour == "hang":
+        if self.behaviour == "hang" or (self.behaviour == "hang-end" and "/start" not in self.path):
             time.sleep(30)
             return
         rids = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("rid", [])
@@ -182,3 +183,36 @@ def test_a_ping_that_fails_is_a_warning_and_never_changes_the_exit_code(
     assert json.loads(lab.log.read_text())["ping_failed"] is True
     if behaviour == "fail":
         assert len(Service.pings) == 6  # three tries each for start and the end
+
+
+def test_a_signal_abandons_a_hanging_start_ping_and_ends_the_run_at_once(
+    lab: Lab, service: str
+) -> None:
+    """Regression: a SIGTERM while the start ping hung (a service, or a network that drops
+    packets) was acted on once the ping's tries ran out, 10 s later. A signal that ends the
+    run abandons the ping in flight; the command never starts."""
+    Service.behaviour = "hang"
+    runner = lab.start("run", "--ping", service, "--", "echo", "ran")
+    wait_for(lambda: len(Service.pings) == 1, what="the start ping")
+    begun = time.monotonic()
+    runner.send_signal(signal.SIGTERM)
+    out, err = runner.communicate(timeout=60)
+    assert time.monotonic() - begun < 5  # was 10: the tries of a hanging ping
+    assert (runner.returncode, out) == (143, b"")
+    assert SECRET.encode() not in err
+
+
+def test_the_end_ping_of_a_run_a_signal_ended_is_bounded_short(lab: Lab, service: str) -> None:
+    """After a SIGTERM (docker stop gives 10 s before SIGKILL) the end ping may take 2 s at
+    most: the runner is gone well within any grace, having tried to tell the service."""
+    Service.behaviour = "hang-end"
+    flag = lab.tmp / "started"
+    script = f"touch {flag}; sleep 30"
+    runner = lab.start("run", "--ping", service, "--", "sh", "-c", script)
+    wait_for(flag.exists, what="the command")
+    begun = time.monotonic()
+    runner.send_signal(signal.SIGTERM)
+    runner.communicate(timeout=60)
+    assert time.monotonic() - begun < 5  # was up to 10: the rest of the ping budget
+    assert runner.returncode == 143
+    assert [urllib.parse.urlsplit(path).path for path, _ in Service.pings][-1] == f"/{SECRET}/143"
