@@ -46,11 +46,11 @@ class Wiring:
     ) -> ProcessRunner:
         from adapters.process import PosixProcessRunner
 
-        environ = None if backend is None else backend.environ
-        if environ is None and "RUNNER_STATE_URL" in os.environ:
+        environ = os.environ if backend is None else backend.environ
+        if "RUNNER_STATE_URL" in environ or "RUNNER_PING_URL" in environ:
             from entrypoints.backends import scrubbed_environ
 
-            environ = scrubbed_environ(os.environ)
+            environ = scrubbed_environ(environ)
         return PosixProcessRunner(
             watch,
             inherit=tuple if backend is None else getattr(backend.lock, "fds", tuple),

@@ -8,6 +8,7 @@ import http.server
 import json
 import re
 import signal
+import sys
 import threading
 import time
 import urllib.parse
@@ -16,7 +17,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.e2e.conftest import Lab
+from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import lock_held_elsewhere, wait_for
 
 SECRET = "5f2d9a1c-secret-check-uuid"
@@ -216,3 +217,18 @@ def test_the_end_ping_of_a_run_a_signal_ended_is_bounded_short(lab: Lab, service
     assert time.monotonic() - begun < 5  # was up to 10: the rest of the ping budget
     assert runner.returncode == 143
     assert [urllib.parse.urlsplit(path).path for path, _ in Service.pings][-1] == f"/{SECRET}/143"
+
+
+def test_the_command_does_not_get_the_ping_url(lab: Lab, service: str) -> None:
+    """Regression: RUNNER_PING_URL reached the command: a runner it started for a step of its
+    own pinged the same check (its start and end amid the job's, a step's failure marking
+    the check down while the job went on), and an environment dump showed the credential."""
+    inner = f"{sys.executable} {RUNNER} run -- true; env"
+    result = lab.run("run", "--", "sh", "-c", inner, env={"RUNNER_PING_URL": service})
+    assert result.returncode == 0, result.stderr
+    assert b"RUNNER_PING_URL" not in result.stdout
+    assert SECRET.encode() not in result.stdout
+    assert [urllib.parse.urlsplit(path).path for path, _ in Service.pings] == [
+        f"/{SECRET}/start",
+        f"/{SECRET}",
+    ]
