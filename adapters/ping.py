@@ -52,8 +52,13 @@ class Pinger:
         from urllib.parse import urlsplit  # noqa: PLC0415 - only with --ping
 
         parts = urlsplit(url)
-        self.endpoint = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
-        """The URL without its query: `/start` or `/<rc>` goes after it."""
+        place = parts.netloc.rpartition("@")[2]
+        self.endpoint = f"{parts.scheme}://{place}{parts.path.rstrip('/')}"
+        """The URL without its query, nor a user and password: `/start` or `/<rc>` goes
+        after it."""
+        self.headers = {"User-Agent": "runner.py"}
+        if "@" in parts.netloc:  # a service behind an authenticating proxy
+            self.headers["Authorization"] = _basic(parts.username or "", parts.password or "")
         self.query = f"{parts.query}&" if parts.query else ""
         """The URL's own query (a slug URL's `create=1`), kept before `rid=`."""
         digits = f"{run_id:0<32}"[:32]
@@ -85,7 +90,7 @@ class Pinger:
             f"{self.endpoint}{suffix}?{self.query}rid={self.rid}",
             data=body,
             method="POST",
-            headers={"User-Agent": "runner.py"},
+            headers=self.headers,
         )
         what = suffix.lstrip("/") or "success"
         why = "no time left"
@@ -161,6 +166,14 @@ class Pinger:
             return True
         finally:
             self.watch.put_back(kept)
+
+
+def _basic(user: str, password: str) -> str:
+    """An Authorization header's Basic credentials, from a URL's percent-encoded parts."""
+    from base64 import b64encode  # noqa: PLC0415 - only for a URL with a user
+    from urllib.parse import unquote  # noqa: PLC0415
+
+    return "Basic " + b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
 
 
 def _reason(error: Exception) -> str:

@@ -4,6 +4,7 @@ service's documentation says (and ones that hang or fail)."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import re
@@ -68,10 +69,12 @@ class Service(http.server.BaseHTTPRequestHandler):
 
     pings: ClassVar[list[tuple[str, bytes]]] = []
     behaviour: ClassVar[str] = "ok"
+    authorizations: ClassVar[list[str | None]] = []
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.pings.append((self.path, body))
+        self.authorizations.append(self.headers.get("Authorization"))
         if self.behaviour == "hang" or (self.behaviour == "hang-end" and "/start" not in self.path):
             time.sleep(30)
             return
@@ -90,7 +93,7 @@ class Service(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def service() -> Iterator[str]:
-    Service.pings, Service.behaviour = [], "ok"
+    Service.pings, Service.behaviour, Service.authorizations = [], "ok", []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Service)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -232,3 +235,17 @@ def test_the_command_does_not_get_the_ping_url(lab: Lab, service: str) -> None:
         f"/{SECRET}/start",
         f"/{SECRET}",
     ]
+
+
+def test_a_user_and_password_in_the_ping_url_are_sent_as_basic_authentication(
+    lab: Lab, service: str
+) -> None:
+    """Regression: `http://user:pass@host/…` (a service behind an authenticating proxy) was
+    taken for a host name, `user:pass@host`, and every ping failed. The credentials go in
+    an Authorization header, never in the host, the log or a message."""
+    with_user = service.replace("http://", "http://ops:s%40fe@", 1)
+    result = lab.run("run", "--ping", with_user, "--", "true")
+    assert (result.returncode, result.stderr) == (0, b"")
+    expected = "Basic " + base64.b64encode(b"ops:s@fe").decode()
+    assert Service.authorizations == [expected, expected]
+    assert b"s@fe" not in lab.log.read_bytes()
