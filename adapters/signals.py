@@ -116,8 +116,10 @@ class SignalWatch:
     def put_back(self, received: list[int]) -> None:
         """Return signals read by a waiter that does not act on them (a ping), so that the
         next `pending` reports them to the one that does."""
-        if received:
+        try:
             os.write(self._write, bytes(received))
+        except BlockingIOError:  # a pipe full of signals: the waiter will still wake
+            pass
 
     def final(self) -> list[int]:
         """Hand the ending signals back to their default action, then return what `pending`
