@@ -308,7 +308,9 @@ def test_a_file_that_is_no_program_nor_script_is_still_126(lab: Lab) -> None:
 
 def test_a_folder_is_a_lock_as_flock_takes_one(lab: Lab) -> None:
     """Regression: `--lock /srv/app` was refused (`lock file … is a folder`), where flock(1)
-    locks a folder as well as a file; the folder is locked, and held against flock too."""
+    locks a folder as well as a file; the folder is locked, and held against flock too.
+    (flock is asked once the command runs: a probe taken while the runner starts could
+    make it find the folder busy.)"""
     folder = lab.tmp / "app"
     folder.mkdir()
     assert lab.run("run", "--lock", str(folder), "--", "true").returncode == 0
@@ -317,15 +319,13 @@ def test_a_folder_is_a_lock_as_flock_takes_one(lab: Lab) -> None:
     assert busy.returncode == 3
     assert b"another run in progress" in busy.stderr
     if shutil.which("flock"):
-        holding = lab.start("run", "--lock", str(folder), "--", "sleep", "30")
+        started = lab.tmp / "started"
+        script = f"touch {started}; sleep 30"
+        holding = lab.start("run", "--lock", str(folder), "--", "sh", "-c", script)
         try:
-            wait_for(
-                lambda: (
-                    subprocess.run(["flock", "-n", str(folder), "true"], check=False).returncode
-                    == 1
-                ),
-                what="the runner holding the folder",
-            )
+            wait_for(started.exists, what="the command, under the lock")
+            theirs = subprocess.run(["flock", "-n", str(folder), "true"], check=False)
+            assert theirs.returncode == 1
         finally:
             holding.terminate()
             holding.wait(timeout=30)
