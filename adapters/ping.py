@@ -47,7 +47,7 @@ class Pinger:
         url: str,
         run_id: str,
         warn: Callable[[str], None],
-        watch: SignalWatch | None = None,
+        watch: SignalWatch,
     ) -> None:
         from urllib.parse import urlsplit  # noqa: PLC0415 - only with --ping
 
@@ -79,7 +79,7 @@ class Pinger:
         if self.finished:
             return True
         self.finished = True
-        if self.watch is not None and self.watch.ended is not None:
+        if self.watch.ended is not None:
             self.deadline = min(self.deadline, time.monotonic() + END_AFTER_SIGNAL)
         return self._ping("" if rc == 0 else f"/{min(rc, 255)}", body)
 
@@ -139,9 +139,7 @@ class Pinger:
         sender = threading.Thread(target=send, daemon=True)
         sender.start()
         try:
-            if self.watch is None:
-                sender.join()
-            elif not self._pause(timeout + 1.0, done_read):
+            if not self._pause(timeout + 1.0, done_read):
                 return None
             sender.join(1.0)
             return found[0] if found else TimeoutError("timed out")
@@ -151,9 +149,6 @@ class Pinger:
     def _pause(self, seconds: float, done: int | None = None) -> bool:
         """Wait `seconds`, or until `done` is readable; False if a signal that ends the run
         came first. Signals read meanwhile are put back for the run to act on."""
-        if self.watch is None:
-            time.sleep(seconds)
-            return True
         kept: list[int] = []
         deadline = time.monotonic() + seconds
         try:

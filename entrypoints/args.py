@@ -16,7 +16,7 @@ from entrypoints.invocation import (
     VALUED,
     Invocation,
 )
-from entrypoints.options import scope, set_naming, set_option
+from entrypoints.options import named, scope, set_option
 from entrypoints.values import check_name, check_ping_url
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -132,12 +132,8 @@ def _read_words(
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")
         if not invocation.name and env.get("RUNNER_JOB_NAME"):
             name = env["RUNNER_JOB_NAME"]
-            try:
-                set_naming(invocation, "--name", name)
-            except UsageError:
-                raise UsageError(
-                    f"RUNNER_JOB_NAME: {name!r} is not a valid job name (as apply's NAME)"
-                ) from None
+            refusal = f"RUNNER_JOB_NAME: {name!r} is not a valid job name (as apply's NAME)"
+            invocation.name = named(name, refusal)
     elif action == "apply":
         _read_apply(invocation, words, command, env)
     elif action == "forget":

@@ -58,13 +58,13 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError(
                 f"--label: expected KEY=VALUE with KEY a label name of your own, not {value!r}"
             )
-        if not text.isascii() and not _is_utf8(text):
+        if not _is_utf8(text):
             raise UsageError(f"--label: the value of {key} is not UTF-8 text")
         invocation.labels.append((key, text))
     elif option == "--ping":
         invocation.ping = check_ping_url(value)
     elif option == "--name":
-        invocation.name = _named(
+        invocation.name = named(
             value, f"--name: {value!r} is not a valid job name (as apply's NAME)"
         )
     elif value not in ("cmd", "name"):
@@ -82,7 +82,7 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _named(value: str, refusal: str) -> str:
+def named(value: str, refusal: str) -> str:
     """`value` if it is a valid name (as apply's NAME), else UsageError(`refusal`)."""
     try:
         return check_name(value)
@@ -108,7 +108,7 @@ def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
             raise UsageError("--state needs a URL")
         invocation.state_url = value
     elif option == "--namespace":
-        invocation.namespace = _named(
+        invocation.namespace = named(
             value, f"--namespace: {value!r} is not a valid namespace (as NAME)"
         )
     elif option == "--connect-timeout":

@@ -105,7 +105,7 @@ def service() -> Iterator[str]:
         server.server_close()
 
 
-def run_id(lab: Lab) -> str:
+def ping_run_id(lab: Lab) -> str:
     """The run's id as its pings carry it: a UUID (as Healthchecks wants), the log's run id
     its first 16 hex digits."""
     found = str(json.loads(lab.log.read_text().splitlines()[-1])["run_id"])
@@ -118,7 +118,7 @@ def test_pings_say_start_and_success_with_the_run_id(lab: Lab, service: str) -> 
     refuses a `rid` that is not a UUID (400): every ping of every run failed."""
     result = lab.run("run", "--ping", service, "--", "true")
     assert (result.returncode, result.stderr) == (0, b"")
-    rid = run_id(lab)
+    rid = ping_run_id(lab)
     assert [path for path, _ in Service.pings] == [
         f"/{SECRET}/start?rid={rid}",
         f"/{SECRET}?rid={rid}",
@@ -135,7 +135,7 @@ def test_a_failure_pings_its_exit_code_with_the_outputs_tail(lab: Lab, service: 
     )  # fmt: skip
     assert result.returncode == 7
     (path, body) = Service.pings[-1]
-    assert path == f"/{SECRET}/7?rid={run_id(lab)}"
+    assert path == f"/{SECRET}/7?rid={ping_run_id(lab)}"
     assert len(body) == 10 * 1024
     assert body.endswith(b"x\nboom\n")
 
@@ -148,7 +148,7 @@ def test_a_ping_url_with_a_query_keeps_it_and_pings_the_right_endpoints(
     service as successes (`…?create=1/7?rid=…`)."""
     result = lab.run("run", "--ping", f"{service}/nightly?create=1", "--", "sh", "-c", "exit 7")
     assert result.returncode == 7
-    rid = run_id(lab)
+    rid = ping_run_id(lab)
     assert [path for path, _ in Service.pings] == [
         f"/{SECRET}/nightly/start?create=1&rid={rid}",
         f"/{SECRET}/nightly/7?create=1&rid={rid}",
