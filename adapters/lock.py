@@ -74,7 +74,11 @@ class FcntlLock:
                     if self.mode == fcntl.LOCK_SH or self.bare:
                         return None
                     _claim(self._fd, self.what)
-                    return _next_token(self.path + ".token")
+                    try:
+                        return _next_token(self.path + ".token")
+                    except StateError:
+                        self.release()
+                        raise
                 busy = _holders(fds) if slot is None else None
             finally:
                 for fd in fds:
@@ -92,11 +96,18 @@ class FcntlLock:
         flock needs no write access, so a lock file another user made, that this
         one may only read, or one on a read-only file system, still serves (as with
         flock(1)). A folder is locked as flock(1) locks one (its holder writes nothing).
+        A file of the user's own (see _claim) is opened read-only, as flock(1) opens
+        every file: a script open for writing could not be run (ETXTBSY) by the command
+        that inherits the lock.
         """
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
-                return os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
+                fd = os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
+                if _ours(fd):
+                    return fd
+                os.close(fd)
+                return os.open(path, flags | os.O_RDONLY)
             except OSError as exc:
                 if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR):
                     raise
@@ -154,18 +165,36 @@ HOLDER_MAX = 4096
 """Bytes of a lock file read for the holder's description."""
 
 
+RECORD_START = b'{"what":'
+"""How every holder's record starts (the runner's encoder keeps its keys in order)."""
+
+
 def _claim(fd: int, what: str) -> None:
-    """Write who holds the lock into its file (a read-only lock file says nothing)."""
+    """Write who holds the lock into its file, when that file is empty or holds the record
+    of a holder before. A file with anything else in it (a script that locks itself, as
+    with `flock "$0"`) is the user's: it is locked and left as it is, as flock(1) leaves
+    it, and a busy lock then names no holder. A read-only lock file says nothing either."""
     from adapters.jsonl import dumps  # noqa: PLC0415 - only a holder writes it
 
     record = dumps(
         {"what": what, "host": os.uname().nodename, "pid": os.getpid(), "since": time.time()}
     )
     try:
+        if not _ours(fd):
+            return
         os.ftruncate(fd, 0)
         os.pwrite(fd, record.encode("ascii") + b"\n", 0)
     except OSError:
         pass
+
+
+def _ours(fd: int) -> bool:
+    """Whether the lock file open at `fd` is empty or holds a holder's record: one the
+    runner may write its own record into."""
+    try:
+        return not os.fstat(fd).st_size or os.pread(fd, len(RECORD_START), 0) == RECORD_START
+    except OSError:
+        return False
 
 
 def _holders(fds: list[int]) -> str | None:
@@ -189,6 +218,11 @@ TOKEN_WAIT = 10.0
 read, a write and an fsync, which a loaded disk can make slow)."""
 
 
+TOKEN_BYTES = 32
+"""The most a token file holds (a token is at most 19 digits and a newline): anything
+longer is another file, never written over."""
+
+
 def _next_token(path: str) -> int | None:
     """Add one to the number in `path` under its flock, durably; None if it may not be written."""
     try:
@@ -206,8 +240,13 @@ def _next_token(path: str) -> int | None:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
         try:
-            text = os.pread(fd, 32, 0).strip()
-            token = (int(text) if text.isdigit() else 0) + 1
+            text = os.pread(fd, TOKEN_BYTES + 1, 0).strip()
+            if len(text) > TOKEN_BYTES or not (text.isdigit() or not text):
+                raise StateError(
+                    f"the token file {path} holds something other than a fencing token: "
+                    "it is left as it is (lock another file, or move it away)"
+                )
+            token = int(text or b"0") + 1
             os.ftruncate(fd, 0)
             os.pwrite(fd, b"%d\n" % token, 0)
             os.fsync(fd)

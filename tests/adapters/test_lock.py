@@ -287,3 +287,59 @@ def test_fencing_tokens_from_racing_processes_are_all_distinct(tmp_path: Path) -
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     handed = [int(t) for w in range(16) for t in (tmp_path / f"tokens{w}").read_text().split()]
     assert sorted(handed) == list(range(1, 801))
+
+
+def test_a_file_of_its_own_is_locked_and_left_as_it_is(tmp_path: Path, watch: SignalWatch) -> None:
+    """Regression guard: the holder's record replaced whatever the locked file held, so the
+    `flock "$0"` idiom (a script that locks itself) lost the script. A file that is
+    neither empty nor a holder's record is locked, and nothing is written into it."""
+    script = tmp_path / "deploy.sh"
+    body = b"#!/bin/sh\necho deploying\n"
+    script.write_bytes(body)
+    first = FcntlLock(str(script), watch, what="run ./deploy.sh")
+    first.acquire()
+    try:
+        assert script.read_bytes() == body
+        with pytest.raises(LockBusy) as busy:
+            FcntlLock(str(script), watch).acquire()
+        assert busy.value.holder is None
+    finally:
+        first.release()
+    assert script.read_bytes() == body
+
+
+def test_an_empty_lock_file_and_a_holder_record_are_written_over(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """The holder's record goes into an empty lock file, and replaces the record of the holder
+    before: a busy lock still names who holds it."""
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"")
+    for what in ("run first", "run second"):
+        lock = FcntlLock(str(path), watch, what=what)
+        lock.acquire()
+        try:
+            with pytest.raises(LockBusy) as busy:
+                FcntlLock(str(path), watch).acquire()
+            assert busy.value.holder is not None
+            assert busy.value.holder.startswith(what)
+        finally:
+            lock.release()
+
+
+@pytest.mark.parametrize(
+    "content", [b"s3cr3t-api-key\n", b"12345678901234567890123456789012345678901234567890x\n"]
+)
+def test_a_token_file_that_holds_something_else_is_refused_and_kept(
+    tmp_path: Path, watch: SignalWatch, content: bytes
+) -> None:
+    """Regression guard: LOCK.token was overwritten with a number whatever it held (a file
+    named like an API token beside the locked one). It is left as it is, and the lock
+    refused with a StateError that names it."""
+    path = tmp_path / "vault"
+    token = tmp_path / "vault.token"
+    token.write_bytes(content)
+    with pytest.raises(StateError, match=r"vault\.token"):
+        FcntlLock(str(path), watch, what="run x").acquire()
+    assert token.read_bytes() == content
+    FcntlLock(str(path), watch, bare=True).acquire()  # the lock itself was let go

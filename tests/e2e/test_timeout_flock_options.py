@@ -330,3 +330,30 @@ def test_a_folder_is_a_lock_as_flock_takes_one(lab: Lab) -> None:
             holding.terminate()
             holding.wait(timeout=30)
     assert sorted(path.name for path in folder.iterdir()) == []
+
+
+def test_a_script_that_locks_itself_keeps_its_bytes(lab: Lab) -> None:
+    """Regression: `run --lock "$0"` (flock(1)'s idiom: a script locked by its own file)
+    wrote the holder's record over the script. The script is locked, and left as it is:
+    a second copy finds it busy, and it still runs afterwards."""
+    started = lab.tmp / "started"
+    script = lab.tmp / "deploy.sh"
+    body = f'#!/bin/sh\ntouch {started}\n[ "$1" = hold ] && exec sleep 30\necho deployed\n'
+    script.write_text(body)
+    script.chmod(0o755)
+    holding = lab.start("run", "--lock", str(script), "--", str(script), "hold")
+    try:
+        wait_for(started.exists, what="the script, under its own lock")
+        busy = lab.run("run", "--lock", str(script), "--", str(script))
+        assert busy.returncode == 3
+        assert b"another run in progress" in busy.stderr
+        if shutil.which("flock"):
+            theirs = subprocess.run(["flock", "-n", str(script), "true"], check=False)
+            assert theirs.returncode == 1
+    finally:
+        holding.terminate()
+        holding.wait(timeout=30)
+    assert script.read_text() == body
+    again = lab.run("run", "--lock", str(script), "--", str(script))
+    assert (again.returncode, again.stdout) == (0, b"deployed\n")
+    assert script.read_text() == body
