@@ -18,8 +18,32 @@ from domain.errors import StateError
 IDENTITY = ("dev", "ino", "size", "mtime_ns")
 
 
+def check(path: str) -> None:
+    """Raise StateError unless `path` names a regular file or nothing. The textfile is
+    renamed over it: a symbolic link or a device (`/dev/stdout`, `/dev/null`) would be
+    replaced by a file, the system's own nodes too when run as root. A link is refused
+    as logrotate refuses to rotate one; `-` writes to stdout."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return  # nothing there yet, or said when it is written
+    if stat.S_ISLNK(mode):
+        raise StateError(
+            f"cannot write {path}: a symbolic link, which would be replaced by a file "
+            "(name the file itself, or write to stdout with --prometheus -)"
+        )
+    if stat.S_ISDIR(mode):
+        raise StateError(f"cannot write {path}: a folder")
+    if not stat.S_ISREG(mode):
+        raise StateError(
+            f"cannot write {path}: not a regular file (write to stdout with --prometheus -)"
+        )
+
+
 def write(path: str, data: bytes) -> dict[str, object]:
-    """Write the textfile whole (written again every time, so no fsync); its identity."""
+    """Write the textfile whole (written again every time, so no fsync); its identity.
+    Raises StateError when it cannot be, or when `path` is not a file to replace (check)."""
+    check(path)
     try:
         written = write_atomically(path, data, durable=False)
     except OSError as exc:

@@ -30,6 +30,10 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     can be read only once: with --since, what it yields is the window alone.
     """
     logs = invocation.logs or [os.path.join(home, "runs.jsonl")]
+    if invocation.prometheus not in (None, "-"):
+        from adapters import textfile
+
+        textfile.check(invocation.prometheus)  # before a long read, not after it
     by, now = invocation.by, time.time()
     since = None if invocation.since is None else now - invocation.since
     guard = None if logs == ["-"] else _updating(logs, watch)

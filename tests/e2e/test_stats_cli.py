@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import Lab
@@ -74,6 +76,37 @@ def test_prometheus_file_is_written_atomically_and_parses(lab: Lab) -> None:
     attempts = families["runner_attempts"].samples
     failed = [(s.labels["cmd"], s.value) for s in attempts if s.labels["outcome"] == "failure"]
     assert failed == [("false", 2)]
+    assert [p.name for p in lab.tmp.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("kind", ["link to a file", "link to a fifo", "fifo"])
+def test_prometheus_never_replaces_a_link_or_a_device(lab: Lab, kind: str) -> None:
+    """Regression: the textfile was renamed over whatever had its name, so, as root,
+    `--prometheus /dev/stdout` (a link) or `/dev/null` (a device) replaced the system's
+    node with a file. Only a regular file (or none) is replaced; anything else is left
+    as it is, and refused before the log is read, pointing at `-` for stdout."""
+    lab.run("run", "--", "true")
+    target = lab.tmp / "target"
+    if kind == "link to a file":
+        target.write_text("theirs\n")
+    else:
+        os.mkfifo(target)
+    out = lab.tmp / "runner.prom"
+    if kind == "fifo":
+        out = target
+    else:
+        out.symlink_to(target)
+    before = os.lstat(out)
+    result = lab.run("stats", "-q", "--prometheus", str(out))
+    assert result.returncode == 125
+    assert result.stderr.startswith(b"runner: error: cannot write " + str(out).encode())
+    assert b"--prometheus -" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    after = os.lstat(out)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    if kind == "link to a file":
+        assert target.read_text() == "theirs\n"
+    assert not list(lab.home.glob(".runs.jsonl.stats-*.json"))  # refused before the read
     assert [p.name for p in lab.tmp.iterdir() if p.name.startswith(".")] == []
 
 
