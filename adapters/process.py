@@ -86,8 +86,9 @@ class PosixProcessRunner:
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
             return self._ended(Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}"))
-        except ValueError as exc:
-            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {exc}"))
+        except ValueError as exc:  # '' names no program, as `env ''` says
+            why = str(exc) if cmd[0] else os.strerror(errno.ENOENT)
+            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {why}"))
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)

@@ -142,9 +142,11 @@ def test_a_vanished_group_is_not_an_error(watch: SignalWatch, mocker: MockerFixt
 
 
 def test_an_empty_command_name_is_not_found(watch: SignalWatch) -> None:
-    """'' names no program: 127, as `env ''` says."""
+    """'' names no program: 127 and the words `env ''` and `timeout ''` say (it said
+    `posix_spawnp: argv first element cannot be empty`, Python's own words)."""
     outcome = PosixProcessRunner(watch).run([""], 0, 10)
     assert outcome.rc == 127
+    assert outcome.error == "cannot run '': No such file or directory"
 
 
 def test_a_failure_while_waiting_leaves_no_process(
