@@ -83,6 +83,11 @@ LIMITS = {"attempt": 1_000_000_000, "rc": 255, "duration_ms": 10**13}
 """The largest value of each number field (1 to it for attempt, 0 to it for the others)."""
 _MOST = tuple(LIMITS.values())
 
+KEY_MAX = 1000
+"""Characters of a command line or name kept as its key: a longer one (an inline script)
+is cut there, with the CRC-32 of the whole after it, so that the checkpoint's size
+does not grow with the lines' length, and lines that differ past the cut stay apart."""
+
 KEYS_MAX = 100_000
 """Command lines and names whose key is remembered; past that, the memory starts over."""
 
@@ -188,7 +193,7 @@ class LineReader:
             raise TypeError
         if self.by == "name":
             self._arrays.add(cmd)
-            key = self._keys[name] = visible(json.loads(name)) if name else "-"
+            key = self._keys[name] = _bounded(visible(json.loads(name))) if name else "-"
             return key
         self._keys[cmd] = key = _words_key(words)
         return key
@@ -201,7 +206,8 @@ class LineReader:
         try:
             ts, cmd, attempt, rc, duration, run_id = _FIELDS(record)
             started = _parse_ts(ts).timestamp()
-            key = visible(record.get("name", "-")) if self.by == "name" else _words_key(cmd)
+            by_name = self.by == "name"
+            key = _bounded(visible(record.get("name", "-"))) if by_name else _words_key(cmd)
         except _BROKEN:
             self.malformed += 1
             return
@@ -227,7 +233,16 @@ class LineReader:
 def _words_key(cmd: object) -> str:
     if not isinstance(cmd, list) or not all(type(word) is str for word in cmd):
         raise TypeError
-    return shell_words(cmd)
+    return _bounded(shell_words(cmd))
+
+
+def _bounded(key: str) -> str:
+    """`key`, or its first KEY_MAX characters and the CRC-32 of the whole (see KEY_MAX)."""
+    if len(key) <= KEY_MAX:
+        return key
+    from binascii import crc32  # noqa: PLC0415 - only for a line this long
+
+    return f"{key[:KEY_MAX]}...[crc32 {crc32(key.encode('utf-8', 'surrogatepass')):08x}]"
 
 
 def _told(rc: int, said: bytes, signal: bytes) -> str | None:

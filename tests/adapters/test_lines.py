@@ -10,12 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.jsonl import attempt_line
-from adapters.lines import POSSESSIVE, LineReader, _decode, runner_line
+from adapters.lines import KEY_MAX, POSSESSIVE, LineReader, _decode, runner_line
 from domain.attempts import AttemptRecord
 from domain.stats import Summary
 
+LONG = "y" * 1500
+"""A word longer than a key may be (KEY_MAX)."""
+
 words = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
-    ["true", "-c", "echo $HOME", "\x1b[2J", "\\", '"', "\u2028", "\ud800"]
+    ["true", "-c", "echo $HOME", "\x1b[2J", "\\", '"', "\u2028", "\ud800", LONG, LONG + "z"]
 )
 
 records = st.builds(
@@ -152,3 +155,18 @@ def test_lines_in_other_forms_beside_runner_lines_are_read_in_order() -> None:
     same(reader, by_json(lines, "cmd"))
     job = reader.summary.finished()["job"]
     assert (job.runs, job.attempts, job.outcomes["success"]) == (1, 2, 1)
+
+
+@pytest.mark.parametrize("by", ["cmd", "name"])
+def test_a_key_is_bounded_and_long_lines_that_differ_stay_apart(by: str) -> None:
+    """A command line (or name) longer than KEY_MAX is cut there, with a CRC of the whole:
+    two that differ only past the cut are two keys, the same one is one."""
+    lines = [
+        attempt_line(AttemptRecord(1e9 + n, ["sh", "-c", word], 1, 0, 1, f"r{n}", name=word))
+        for n, word in enumerate([LONG + "a", LONG + "b", LONG + "a"])
+    ]
+    for reader in (by_json(lines, by), by_feed(lines, by)):
+        keys = reader.summary.by_key
+        assert sorted(group.runs for group in keys.values()) == [1, 2]
+        assert all(len(key) <= KEY_MAX + 20 for key in keys)
+        assert all(key.endswith("]") and "...[crc32 " in key for key in keys)

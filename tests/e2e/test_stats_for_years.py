@@ -263,6 +263,30 @@ def test_the_checkpoint_keeps_200_commands_apart_at_most(lab: Lab) -> None:
     assert "(other)" in kept
 
 
+def test_long_command_lines_keep_the_checkpoint_small(lab: Lab) -> None:
+    """Regression: 250 command lines of 150 KB (an inline script: `sh -c "$(cat job.sh)"`)
+    made a 60 MB checkpoint, larger than the log, which every later stats set aside as
+    too large, with a warning, to read the whole log again. A key is at most KEY_MAX
+    characters (a CRC keeps long lines that differ apart), so the checkpoint's size
+    is bounded whatever the lines' length, and a repeat is silent."""
+    line = (
+        '{"ts":"2026-11-30T00:00:00+00:00","cmd":["sh","-c","echo %d; %s"],"attempt":1,'
+        '"rc":0,"duration_ms":1,"run_id":"r%d"}\n'
+    )
+    filler = "x" * 40_000
+    lab.log.write_text("".join(line % (n, filler, n) for n in range(250)))
+    for _ in range(2):
+        result = lab.run("stats", "-q", "--prometheus", str(lab.tmp / "runner.prom"))
+        assert (result.returncode, result.stderr) == (0, b"")
+    assert checkpoint(lab).stat().st_size < 1 << 20
+    loaded = saved.read(checkpoint(lab).read_bytes(), "cmd")
+    assert loaded is not None
+    kept = loaded.summary.by_key
+    assert len(kept) == 200
+    assert sum(group.runs for group in kept.values()) == 250
+    assert max(map(len, kept)) < 1100
+
+
 def test_a_series_exported_again_carries_the_labels_of_this_export(lab: Lab) -> None:
     """The lines of a command with no new run are exported again as they were, unless the
     constant labels changed: then every series is written anew."""
