@@ -56,10 +56,16 @@ class StreamConsole:
 
     def warn(self, text: str) -> None:
         """A line on stderr; a stderr that cannot be written is not worth a traceback, nor a
-        changed exit code: the lines that follow go nowhere (see `_mute`)."""
+        changed exit code: the lines that follow go nowhere (see `_mute`). What would act
+        on a terminal (a path or value with an escape in it) is escaped, as in the table."""
         if sys.stderr is not None:
+            line = " ".join(text.split("\n"))
+            if not line.isprintable():
+                from domain.words import visible  # noqa: PLC0415 - rarely needed
+
+                line = visible(line)
             try:
-                _write(sys.stderr, "runner: " + " ".join(text.split("\n")))
+                _write(sys.stderr, "runner: " + line)
             except OSError:
                 _mute()
             except ValueError:

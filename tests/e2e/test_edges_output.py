@@ -212,3 +212,24 @@ def test_a_5000_digit_count_is_a_usage_error(lab: Lab) -> None:
     assert result.returncode == 125
     assert b"internal error" not in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats", "--log", "/nowhere/\x1b]0;owned\x07\x1b[2J"],
+        ["run", "--lock", "/nowhere/\x1b[31m\u202eered", "--", "true"],
+        ["run", "--timeout", "\x1b[2J", "--", "true"],
+        ["run", "--", "/nowhere/\x1b[2J"],
+    ],
+)
+def test_the_runners_own_lines_never_carry_a_terminal_escape(lab: Lab, args: list[str]) -> None:
+    """Regression: a path or value in a message reached the terminal raw (`no attempt log
+    at /tmp/…\\e[2J`, `cannot open lock file …`), where a file name found on disk or given
+    by a script can clear the screen or retitle it. Every line the runner writes of its
+    own is escaped as the table is: `\\E`, `\\u202e`."""
+    result = lab.run(*args)
+    assert result.stderr.startswith(b"runner: ")
+    assert b"\x1b" not in result.stderr
+    assert "\u202e".encode() not in result.stderr
+    assert b"\\E[" in result.stderr or b"\\x1b[" in result.stderr
