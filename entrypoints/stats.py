@@ -7,7 +7,7 @@ import time
 
 from adapters.logfile import LogSummary, stop_if_ended
 from adapters.signals import ending
-from domain.errors import Damaged, ExitStatus, Interrupted, StateError
+from domain.errors import Damaged, ExitStatus, Interrupted, LockBusy, StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -86,6 +86,11 @@ def _updating(logs: list[str], watch: SignalWatch) -> FcntlLock | None:
         guard.acquire(UPDATE_WAIT)
     except StateError:
         return None  # a folder we may not write to: nothing to guard, no checkpoint either
+    except LockBusy:
+        raise StateError(
+            f"another stats has been updating the checkpoint of {logs[0]} for "
+            f"{UPDATE_WAIT:g}s (stopped, or held up by its disk): try again later"
+        ) from None
     return guard
 
 

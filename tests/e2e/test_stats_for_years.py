@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from adapters import saved
 from tests.checkpoints import HEADER as PLANTED
 from tests.e2e.conftest import Lab
+from tests.procs import ROOT, lock_held_elsewhere
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J"
 
@@ -427,3 +430,34 @@ def test_retire_after_drops_the_series_of_a_job_gone_quiet(lab: Lab) -> None:
     ).stdout
     assert b'name="gone"' not in retired
     assert b'runner_runs_total{name="recent",outcome="success"} 1\n' in retired
+
+
+SHORT_WAIT = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+import entrypoints.stats
+entrypoints.stats.UPDATE_WAIT = 0.3
+from entrypoints.cli import launch
+launch(None)
+"""
+"""The runner's CLI, with stats' wait for another stats cut from two minutes."""
+
+
+def test_a_stats_that_never_lets_go_is_named_once_the_wait_ends(lab: Lab) -> None:
+    """Regression: a stats that found another one updating the checkpoint for longer than
+    the wait (one stopped, or stuck on a dead disk) said `another run in progress` and
+    exited 3, as a busy `run --lock` does, though no run was in its way. It says what
+    holds it, and exits 125."""
+    lab.run("run", "--", "true")
+    with lock_held_elsewhere(str(lab.home / ".runs.jsonl.stats.lock")):
+        result = subprocess.run(
+            [sys.executable, "-c", SHORT_WAIT, ROOT, "stats", "-q"],
+            capture_output=True,
+            env=lab.env,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 125
+    assert result.stderr.startswith(b"runner: error: another stats has been updating ")
+    assert b"run in progress" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
