@@ -70,6 +70,24 @@ def open_regular(path: str) -> int:
     return fd
 
 
+def distinct_files(paths: list[str]) -> list[str]:
+    """`paths`, each file once: one named twice, or through a hard link (a glob that finds
+    both), would have its runs counted twice. `-` (stdin) is kept as it is."""
+    seen: set[tuple[int, int]] = set()
+    kept = []
+    for path in paths:
+        try:
+            info = None if path == "-" else os.stat(path)
+        except OSError:
+            info = None  # said when it is read
+        if info is not None:
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+        kept.append(path)
+    return kept
+
+
 def whole_lines_end(fd: int) -> int:
     """The offset just past the last newline of the file open at `fd`: a line still being
     written waits."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from adapters.logfile import LogSummary, stop_if_ended
+from adapters.logfile import LogSummary, distinct_files, stop_if_ended
 from adapters.signals import ending
 from domain.errors import Damaged, ExitStatus, Interrupted, LockBusy, StateError
 from domain.stats import Summary
@@ -29,7 +29,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     table and JSON to a window, and adds window gauges to the Prometheus file. Stdin
     can be read only once: with --since, what it yields is the window alone.
     """
-    logs = invocation.logs or [os.path.join(home, "runs.jsonl")]
+    logs = distinct_files(invocation.logs) or [os.path.join(home, "runs.jsonl")]
     if invocation.prometheus not in (None, "-"):
         from adapters import textfile
 

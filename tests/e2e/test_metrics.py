@@ -176,6 +176,18 @@ def test_several_logs_compressed_ones_and_stdin(lab: Lab) -> None:
     assert json.loads(piped.stdout)["lines"] == 2
 
 
+def test_a_log_given_twice_or_through_a_hard_link_is_read_once(lab: Lab) -> None:
+    """Regression: `--log runs.jsonl --log runs.jsonl`, or a glob that finds a log and a hard
+    link to it, counted every run twice. A file is read once, whatever names it."""
+    lab.log.write_bytes(line("r1", "job", 0) + line("r2", "job", 1))
+    os.link(lab.log, lab.tmp / "again.jsonl")
+    for names in ([lab.log, lab.log], [lab.log, lab.tmp / "again.jsonl", lab.log]):
+        args = [arg for name in names for arg in ("--log", str(name))]
+        report = json.loads(lab.run("stats", "--json", *args).stdout)
+        assert report["lines"] == 2
+        assert [(row["cmd"], row["runs"]) for row in report["groups"]] == [("job", 2)]
+
+
 def test_the_table_has_quantiles_codes_and_a_history_strip(lab: Lab) -> None:
     """p50/p95/p99, the last failure, exit codes, and a strip of the latest runs."""
     outcomes = [0, 0, 1, 124, 0]
