@@ -128,7 +128,8 @@ class JsonlSink:
     would follow a partial one starts on a fresh line. A log that is not a
     regular file (a FIFO, a device) is never opened for good, so it cannot block
     the runner. A missing home folder is created (mode 0700). A log that cannot
-    be written costs one warning, never the outcome.
+    be written costs one warning, never the outcome. Each attempt goes to the file
+    the path names then: a log rotated between two attempts gets the next one anew.
     """
 
     def __init__(self, path: str, warn: Callable[[str], None]) -> None:
@@ -165,6 +166,8 @@ class JsonlSink:
                 self.warn(f"warning: cannot write the attempt log {self.path}: {reason}")
 
     def _open(self) -> int:
+        if self._fd is not None and not _still_named(self._fd, self.path):
+            self.close()  # rotated away since the last attempt: append where the path is now
         if self._fd is None:
             try:
                 if not stat.S_ISREG(os.stat(self.path).st_mode):
@@ -187,6 +190,16 @@ class JsonlSink:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _still_named(fd: int, path: str) -> bool:
+    """Whether `path` still names the file open at `fd` (not moved away, nor replaced)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _lock(fd: int) -> bool:

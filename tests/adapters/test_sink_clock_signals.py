@@ -48,6 +48,28 @@ def test_lines_are_appended(tmp_path: Path) -> None:
     assert [json.loads(line).get("attempt") for line in lines] == [None, 1, 2]
 
 
+@pytest.mark.parametrize("recreated", [True, False])
+def test_a_log_rotated_between_two_attempts_gets_the_second_at_its_path(
+    tmp_path: Path, recreated: bool
+) -> None:
+    """Regression: the log stayed open for the runner's life, so an attempt after a
+    rotation (logrotate's `create`, at midnight, between two retries) went into the
+    rotated file, and was lost with it once compressed and removed. Each attempt is
+    appended to the file the path names then, as logging's WatchedFileHandler does."""
+    log = tmp_path / "runs.jsonl"
+    sink = JsonlSink(str(log), print)
+    sink.record(record(1))
+    log.rename(tmp_path / "runs.jsonl.1")
+    if recreated:
+        log.write_bytes(b"")
+    sink.record(record(2))
+    sink.close()
+    rotated = (tmp_path / "runs.jsonl.1").read_text().splitlines()
+    assert [json.loads(line)["attempt"] for line in rotated] == [1]
+    assert [json.loads(line)["attempt"] for line in log.read_text().splitlines()] == [2]
+    assert log.stat().st_mode & 0o777 == (0o644 if recreated else 0o600)
+
+
 @freeze_time("2026-01-02T03:04:05+00:00")
 def test_ts_comes_from_the_wall_clock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: SignalWatch

@@ -28,6 +28,11 @@ def runs(first: int, count: int) -> bytes:
 
 def logrotate(lab: Lab, *options: str) -> None:
     """Rotate runs.jsonl with Debian's logrotate, forced, with its own state file."""
+    subprocess.run(logrotate_command(lab, *options), check=True, capture_output=True)
+
+
+def logrotate_command(lab: Lab, *options: str) -> list[str]:
+    """The command line of `logrotate` (see that function)."""
     program = shutil.which("logrotate") or "/usr/sbin/logrotate"
     if not os.path.exists(program):
         if os.environ.get("CI"):
@@ -36,11 +41,29 @@ def logrotate(lab: Lab, *options: str) -> None:
     config = lab.tmp / "logrotate.conf"
     body = "\n".join(["rotate 10", "missingok", *options])
     config.write_text(f"{lab.log} {{\n{body}\n}}\n")
-    subprocess.run(
-        [program, "-f", "-s", str(lab.tmp / "logrotate.state"), str(config)],
-        check=True,
-        capture_output=True,
-    )
+    return [program, "-f", "-s", str(lab.tmp / "logrotate.state"), str(config)]
+
+
+def test_an_attempt_after_a_rotation_goes_to_the_new_log(lab: Lab) -> None:
+    """Regression: the runner kept the log open for its life, so the attempt after a
+    rotation between two retries (logrotate's `create` with `compress`) was written to
+    the rotated file, and lost when logrotate removed it once compressed: the run
+    stayed in progress for ever. The later attempt goes to the new log."""
+    rotate = " ".join(logrotate_command(lab, "create 0600", "compress"))
+    marker = lab.tmp / "failed-once"
+    script = f"if [ -e {marker} ]; then {rotate}; exit 0; fi; touch {marker}; exit 1"
+    result = lab.run("run", "--retries", "1", "--backoff", "0", "--", "sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in lab.home.glob("runs.jsonl*")) == [
+        "runs.jsonl",
+        "runs.jsonl.1.gz",
+    ]
+    assert [json.loads(line)["attempt"] for line in lab.log.read_text().splitlines()] == [2]
+    both = ["--log", str(lab.home / "runs.jsonl.1.gz"), "--log", str(lab.log)]
+    report = json.loads(lab.run("stats", "--json", *both).stdout)
+    assert [(row["runs"], row["succeeded"], row["retried_runs"]) for row in report["groups"]] == [
+        (1, 1, 1)
+    ]
 
 
 def append(lab: Lab, data: bytes) -> None:
