@@ -96,9 +96,9 @@ class FcntlLock:
         flock needs no write access, so a lock file another user made, that this
         one may only read, or one on a read-only file system, still serves (as with
         flock(1)). A folder is locked as flock(1) locks one (its holder writes nothing).
-        A file of the user's own (see _claim) is opened read-only, as flock(1) opens
-        every file: a script open for writing could not be run (ETXTBSY) by the command
-        that inherits the lock.
+        A file that holds anything but a holder's record (see _claim) is opened
+        read-only, as flock(1) opens every file: a script open for writing could not
+        be run (ETXTBSY) by the command that inherits the lock.
         """
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
