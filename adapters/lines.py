@@ -17,19 +17,14 @@ import sys
 from operator import itemgetter
 
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
-from domain.words import shell_words, visible
+from adapters.timestamps import parse as _parse_ts
+from domain.words import bounded, shell_words, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from datetime import datetime
 
     from domain.stats import Summary
-else:
-    try:  # the C class `datetime` exports: before 3.12 it first defines its own in Python
-        from _datetime import datetime
-    except ImportError:  # an interpreter without the C module
-        from datetime import datetime
 
 _STRING = rb'"(?:[ !#-\[\]-~]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
 """A JSON string of printable ASCII and escapes."""
@@ -77,16 +72,10 @@ def runner_line() -> re.Pattern[bytes] | None:
 
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
-_parse_ts = datetime.fromisoformat
 
 LIMITS = {"attempt": 1_000_000_000, "rc": 255, "duration_ms": 10**13}
 """The largest value of each number field (1 to it for attempt, 0 to it for the others)."""
 _MOST = tuple(LIMITS.values())
-
-KEY_MAX = 1000
-"""Characters of a command line or name kept as its key: a longer one (an inline script)
-is cut there, with the CRC-32 of the whole after it, so that the checkpoint's size
-does not grow with the lines' length, and lines that differ past the cut stay apart."""
 
 KEYS_MAX = 100_000
 """Command lines and names whose key is remembered; past that, the memory starts over."""
@@ -193,7 +182,7 @@ class LineReader:
             raise TypeError
         if self.by == "name":
             self._arrays.add(cmd)
-            key = self._keys[name] = _bounded(visible(json.loads(name))) if name else "-"
+            key = self._keys[name] = bounded(visible(json.loads(name))) if name else "-"
             return key
         self._keys[cmd] = key = _words_key(words)
         return key
@@ -207,7 +196,7 @@ class LineReader:
             ts, cmd, attempt, rc, duration, run_id = _FIELDS(record)
             started = _parse_ts(ts).timestamp()
             by_name = self.by == "name"
-            key = _bounded(visible(record.get("name", "-"))) if by_name else _words_key(cmd)
+            key = bounded(visible(record.get("name", "-"))) if by_name else _words_key(cmd)
         except _BROKEN:
             self.malformed += 1
             return
@@ -233,16 +222,7 @@ class LineReader:
 def _words_key(cmd: object) -> str:
     if not isinstance(cmd, list) or not all(type(word) is str for word in cmd):
         raise TypeError
-    return _bounded(shell_words(cmd))
-
-
-def _bounded(key: str) -> str:
-    """`key`, or its first KEY_MAX characters and the CRC-32 of the whole (see KEY_MAX)."""
-    if len(key) <= KEY_MAX:
-        return key
-    from binascii import crc32  # noqa: PLC0415 - only for a line this long
-
-    return f"{key[:KEY_MAX]}...[crc32 {crc32(key.encode('utf-8', 'surrogatepass')):08x}]"
+    return bounded(shell_words(cmd))
 
 
 def _told(rc: int, said: bytes, signal: bytes) -> str | None:

@@ -60,6 +60,21 @@ def visible(text: str) -> str:
     return "".join(_c_escape(char) if _unprintable(char) else char for char in text)
 
 
+KEY_MAX = 1000
+"""Characters of a command line or name kept as its key: a longer one (an inline script)
+is cut there, with the CRC-32 of the whole after it, so that the checkpoint's size
+does not grow with the lines' length, and lines that differ past the cut stay apart."""
+
+
+def bounded(key: str) -> str:
+    """`key`, or its first KEY_MAX characters and the CRC-32 of the whole (see KEY_MAX)."""
+    if len(key) <= KEY_MAX:
+        return key
+    from binascii import crc32  # noqa: PLC0415 - only for a line this long
+
+    return f"{key[:KEY_MAX]}...[crc32 {crc32(key.encode('utf-8', 'surrogatepass')):08x}]"
+
+
 def _word(arg: str) -> str:
     if arg and _SAFE.issuperset(arg):
         return arg

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.jsonl import attempt_line
-from adapters.lines import KEY_MAX, POSSESSIVE, LineReader, _decode, runner_line
+from adapters.lines import POSSESSIVE, LineReader, _decode, runner_line
 from domain.attempts import AttemptRecord
 from domain.stats import Summary
+from domain.words import KEY_MAX
 
 LONG = "y" * 1500
 """A word longer than a key may be (KEY_MAX)."""
@@ -170,3 +171,49 @@ def test_a_key_is_bounded_and_long_lines_that_differ_stay_apart(by: str) -> None
         assert sorted(group.runs for group in keys.values()) == [1, 2]
         assert all(len(key) <= KEY_MAX + 20 for key in keys)
         assert all(key.endswith("]") and "...[crc32 " in key for key in keys)
+
+
+FORMS = [
+    ("2026-12-01T00:00:00+00:00", 1796083200.0),
+    ("2026-12-01T00:00:00Z", 1796083200.0),
+    ("2026-12-01T00:00:00.5+00:00", 1796083200.5),
+    ("2026-12-01T00:00:00.123Z", 1796083200.123),
+    ("2026-12-01T00:00:00.123456789-01:00", 1796086800.123456),
+    ("2026-12-01T02:00:00+0200", 1796083200.0),
+    ("2026-12-01T02:00:00+02", 1796083200.0),
+    ("2026-12-01 00:00:00,25+00:00", 1796083200.25),
+    ("2026-12-01T00:00Z", 1796083200.0),
+]
+"""Timestamps other writers put in a log (a `Z`, an offset without its colon, a fraction
+of any length: JavaScript's toISOString, Go's RFC3339Nano, `date +%FT%T%z`)."""
+
+
+@pytest.mark.parametrize(("stamp", "epoch"), FORMS)
+def test_a_timestamp_reads_the_same_on_every_python(stamp: str, epoch: float) -> None:
+    """Regression: on Python 3.10, `…Z`, `…+0200` and `….5` were malformed lines, which
+    Python 3.11 reads: one log gave two counts. Every Python reads them as 3.11 does."""
+    line = json.dumps(
+        {"ts": stamp, "cmd": ["job"], "attempt": 1, "rc": 0, "duration_ms": 1, "run_id": "r"}
+    ).encode()
+    for reader in (by_json([line], "cmd"), LineReader(Summary(), "cmd", fast_from=1)):
+        if reader.lines == 0:
+            reader.feed(line, 1)
+        assert reader.malformed == 0
+        assert reader.summary.newest == pytest.approx(epoch, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-12-01T25:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-12-01T00:00:00+24:00",
+        "yesterday",
+        "2026-12-01T00:00:00ZZ",
+    ],
+)
+def test_a_timestamp_that_is_none_is_malformed_on_every_python(stamp: str) -> None:
+    line = json.dumps(
+        {"ts": stamp, "cmd": ["job"], "attempt": 1, "rc": 0, "duration_ms": 1, "run_id": "r"}
+    ).encode()
+    assert by_json([line], "cmd").malformed == 1
