@@ -1,4 +1,4 @@
-"""Files that appear whole or not at all."""
+"""Files that appear whole or not at all, and the private folders they go in."""
 
 from __future__ import annotations
 
@@ -46,6 +46,23 @@ def write_atomically(
     if durable:
         sync_folder(folder)
     return written
+
+
+def make_folders(path: str) -> None:
+    """Create the folder `path` and every missing one above it, each mode 0700 (os.makedirs
+    leaves those above at the default mode, 0755: anyone could list the names in them).
+    An existing folder is left as it is; raises OSError (FileExistsError: not a folder)."""
+    missing = []
+    folder = os.path.abspath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
 
 
 def sync_folder(folder: str) -> None:

@@ -173,7 +173,9 @@ class JsonlSink:
                 if not stat.S_ISREG(os.stat(self.path).st_mode):
                     raise _NotAFile
             except FileNotFoundError:
-                os.makedirs(os.path.dirname(self.path) or ".", 0o700, exist_ok=True)
+                from adapters.files import make_folders  # noqa: PLC0415 - once, for a new home
+
+                make_folders(os.path.dirname(self.path) or ".")
             flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
             try:
                 fd = os.open(self.path, flags | os.O_RDWR, 0o600)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import stat
 
+from adapters.files import make_folders
 from domain.errors import StateError
 
 
 def ensure_folder(path: str) -> str:
-    """Create `path` (mode 0700) if missing; raise StateError if it cannot be used."""
+    """Create `path` (mode 0700, as every folder made above it) if missing; raise StateError
+    if it cannot be used."""
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        make_folders(path)
     except FileExistsError:
         raise StateError(f"state path {path} exists and is not a folder") from None
     except OSError as exc:

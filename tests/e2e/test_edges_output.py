@@ -66,6 +66,18 @@ def test_run_creates_a_missing_home(lab: Lab) -> None:
     assert home.stat().st_mode & 0o777 == 0o700
 
 
+@pytest.mark.parametrize("first", [["run", "--", "true"], ["apply", "step", "--", "true"]])
+def test_every_folder_the_runner_makes_is_private(lab: Lab, first: list[str]) -> None:
+    """Regression: a missing home made by `apply` (on the way to its state folder), and the
+    folders above a missing home, were left 0755 (mkdir -p's way), where `run` made the
+    home 0700: anyone could list the step names. Every folder made is 0700."""
+    top = lab.tmp / "new"
+    home = top / "deep" / "home"
+    assert lab.run(*first, env={"RUNNER_HOME": str(home)}).returncode == 0
+    made = [top, top / "deep", home, *([home / "state"] if first[0] == "apply" else [])]
+    assert [oct(path.stat().st_mode & 0o777) for path in made] == [oct(0o700)] * len(made)
+
+
 def beside_a_full_device(
     lab: Lab, args: list[str], *, cron: bool, full: str
 ) -> subprocess.CompletedProcess[bytes]:
