@@ -70,7 +70,7 @@ def test_run_creates_a_missing_home(lab: Lab) -> None:
 def test_every_folder_the_runner_makes_is_private(lab: Lab, first: list[str]) -> None:
     """Regression: a missing home made by `apply` (on the way to its state folder), and the
     folders above a missing home, were left 0755 (mkdir -p's way), where `run` made the
-    home 0700: anyone could list the step names. Every folder made is 0700."""
+    home 0700: anyone could list what was in them. Every folder made is 0700."""
     top = lab.tmp / "new"
     home = top / "deep" / "home"
     assert lab.run(*first, env={"RUNNER_HOME": str(home)}).returncode == 0
