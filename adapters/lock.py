@@ -7,8 +7,9 @@ import fcntl
 import os
 import time
 
+from adapters.holders import busy_holders, claim, ours
 from adapters.state import ensure_folder
-from domain.errors import LockBusy, StateError, holder_line
+from domain.errors import LockBusy, StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class FcntlLock:
         self.paths = [path] + [f"{path}.slot{n}" for n in range(2, slots + 1)]
         self.create_folder = create_folder
         self._fd: int | None = None
+        self._claimed = False
 
     def acquire(self, wait: float = 0.0) -> int | None:
         """Take the lock, queueing in the kernel for up to `wait` seconds while it is busy.
@@ -73,13 +75,15 @@ class FcntlLock:
                     self._fd = fds.pop(slot)
                     if self.mode == fcntl.LOCK_SH or self.bare:
                         return None
-                    _claim(self._fd, self.what)
+                    self._claimed = claim(self._fd, self.what)
                     try:
                         return _next_token(self.path + ".token")
                     except StateError:
                         self.release()
                         raise
-                busy = _holders(fds) if slot is None else None
+                busy = None
+                if slot is None:
+                    busy = busy_holders(fds)
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -96,7 +100,7 @@ class FcntlLock:
         flock needs no write access, so a lock file another user made, that this
         one may only read, or one on a read-only file system, still serves (as with
         flock(1)). A folder is locked as flock(1) locks one (its holder writes nothing).
-        A file that holds anything but a holder's record (see _claim) is opened
+        A file that holds anything but a holder's record (see adapters.holders) is opened
         read-only, as flock(1) opens every file: a script open for writing could not
         be run (ETXTBSY) by the command that inherits the lock.
         """
@@ -104,7 +108,7 @@ class FcntlLock:
         try:
             try:
                 fd = os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
-                if _ours(fd):
+                if ours(fd):
                     return fd
                 os.close(fd)
                 return os.open(path, flags | os.O_RDONLY)
@@ -122,9 +126,17 @@ class FcntlLock:
         return () if self._fd is None else (self._fd,)
 
     def release(self) -> None:
-        """Unlock for every process that shares the description, then close it."""
+        """Take the holder's record out, unlock for every process that shares the
+        description, then close it (a record left behind would name this runner as the
+        holder of a lock that another program, which writes none, holds next)."""
         if self._fd is not None:
             try:
+                if self._claimed:
+                    self._claimed = False
+                    try:
+                        os.ftruncate(self._fd, 0)
+                    except OSError:
+                        pass
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._fd)
@@ -159,58 +171,6 @@ def _still_names(fd: int, path: str) -> bool:
     except OSError as exc:
         raise StateError(f"cannot check lock file {path}: {exc.strerror}") from None
     return (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino)
-
-
-HOLDER_MAX = 4096
-"""Bytes of a lock file read for the holder's description."""
-
-
-RECORD_START = b'{"what":'
-"""How every holder's record starts (the runner's encoder keeps its keys in order)."""
-
-
-def _claim(fd: int, what: str) -> None:
-    """Write who holds the lock into its file, when that file is empty or holds the record
-    of a holder before. A file with anything else in it (a script that locks itself, as
-    with `flock "$0"`) is the user's: it is locked and left as it is, as flock(1) leaves
-    it, and a busy lock then names no holder. A read-only lock file says nothing either."""
-    from adapters.jsonl import dumps  # noqa: PLC0415 - only a holder writes it
-
-    record = dumps(
-        {"what": what, "host": os.uname().nodename, "pid": os.getpid(), "since": time.time()}
-    )
-    try:
-        if not _ours(fd):
-            return
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record.encode("ascii") + b"\n", 0)
-    except OSError:
-        pass
-
-
-def _ours(fd: int) -> bool:
-    """Whether the lock file open at `fd` is empty or holds a holder's record: one the
-    runner may write its own record into."""
-    try:
-        return not os.fstat(fd).st_size or os.pread(fd, len(RECORD_START), 0) == RECORD_START
-    except OSError:
-        return False
-
-
-def _holders(fds: list[int]) -> str | None:
-    """Who holds the busy slots, as their files say: `apply db on web-3 (pid 42) for 3m12s`."""
-    import json  # noqa: PLC0415 - only a busy lock reads it
-
-    found = []
-    for fd in fds:
-        try:
-            record = json.loads(os.pread(fd, HOLDER_MAX, 0))
-            what, host, pid = str(record["what"]), str(record["host"]), int(record["pid"])
-            since = float(record["since"])
-        except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):
-            continue
-        found.append(holder_line(what, host, pid, time.time() - since))
-    return "; ".join(found) or None
 
 
 TOKEN_WAIT = 10.0

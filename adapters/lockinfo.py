@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 
+from adapters.holders import record_of
 from domain.errors import StateError
-
-HOLDER_MAX = 4096
 
 
 def held_locks(state: str) -> list[dict[str, object]]:
@@ -47,16 +45,10 @@ def _holder(path: str) -> dict[str, object] | None:
         else:
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
-        try:
-            record = json.loads(os.pread(fd, HOLDER_MAX, 0))
-            return {
-                "what": str(record["what"]),
-                "host": str(record["host"]),
-                "pid": int(record["pid"]),
-                "since": float(record["since"]),
-            }
-        except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):
+        record = record_of(fd)
+        if record is None:
             return {"what": "(shared: applies of --lock-scope name)"}
+        return dict(zip(("what", "host", "pid", "since"), record, strict=True))
     finally:
         os.close(fd)
 

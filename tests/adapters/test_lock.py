@@ -343,3 +343,19 @@ def test_a_token_file_that_holds_something_else_is_refused_and_kept(
         FcntlLock(str(path), watch, what="run x").acquire()
     assert token.read_bytes() == content
     FcntlLock(str(path), watch, bare=True).acquire()  # the lock itself was let go
+
+
+def test_a_holder_gone_is_not_named_when_another_program_holds_the_lock(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: the record of a runner that had let go stayed in the file, so a lock
+    then held by flock(1), which writes nothing, was said to be held by that runner
+    (`run true on vm (pid 11227) for 53s`). A holder's record goes when it lets go."""
+    path = tmp_path / "job.lock"
+    lock = FcntlLock(str(path), watch, what="run true")
+    lock.acquire()
+    lock.release()
+    assert path.read_bytes() == b""
+    with lock_held_elsewhere(str(path)), pytest.raises(LockBusy) as busy:
+        FcntlLock(str(path), watch).acquire()
+    assert busy.value.holder is None
