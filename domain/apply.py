@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.errors import ExitStatus, LockLost
+from domain.flows import lock_wait
 from domain.value import Value
 from domain.words import shell_words
 
@@ -58,7 +59,8 @@ def apply(
 
     A dry run takes no lock: it says what the decision would be, and does nothing.
     """
-    token = None if dry_run else lock.acquire(policy.lock_wait)
+    since = attempts.clock.monotonic()
+    token = None if dry_run else lock.acquire(lock_wait(policy))
     try:
         match decide_apply(markers.exists(name), dry_run):
             case Skip():
@@ -68,7 +70,9 @@ def apply(
                 console.answer(f"would apply {name}: would run {shell_words(cmd)}")
                 return ExitStatus.OK
             case Run():
-                return _run_and_mark(name, cmd, policy, token, attempts, lock, markers, console)
+                return _run_and_mark(
+                    name, cmd, policy, token, since, attempts, lock, markers, console
+                )
     finally:
         if not dry_run:
             lock.release()
@@ -79,12 +83,13 @@ def _run_and_mark(
     cmd: list[str],
     policy: Policy,
     token: int | None,
+    since: float,
     attempts: Attempts,
     lock: Lock,
     markers: MarkerStore,
     console: Console,
 ) -> int:
-    rc = attempts.run(cmd, policy, name, token, lock)
+    rc = attempts.run(cmd, policy, name, token, lock, since)
     if rc != 0:
         if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
             return rc

@@ -45,14 +45,17 @@ class Attempts:
         name: str | None = None,
         token: int | None = None,
         lock: Lock | None = None,
+        since: float | None = None,
     ) -> int:
         """Return the last attempt's rc; raise Interrupted when a signal ends the run.
 
         `token` is the fencing token of `lock`, held, handed to the command as
         RUNNER_FENCING_TOKEN. Raises LockLost when the lock was lost meanwhile:
         while a command ran (it was stopped), or during a wait (no attempt follows).
+        `since` (monotonic) is when the run began, the deadline's start: before the
+        wait for the lock (see lock_wait); now, by default.
         """
-        first = self.clock.monotonic()
+        first = self.clock.monotonic() if since is None else since
         attempt = 0
         while True:
             attempt += 1
@@ -140,8 +143,17 @@ def run(
     instance that holds it."""
     if lock is None:
         return attempts.run(cmd, policy, name)
-    token = lock.acquire(policy.lock_wait)
+    since = attempts.clock.monotonic()
+    token = lock.acquire(lock_wait(policy))
     try:
-        return attempts.run(cmd, policy, name, token, lock)
+        return attempts.run(cmd, policy, name, token, lock, since)
     finally:
         lock.release()
+
+
+def lock_wait(policy: Policy) -> float:
+    """How long to wait for a busy lock: --lock-wait, within the --deadline, which counts
+    the wait (a budget that something waits on, such as a Kubernetes deadline)."""
+    if policy.deadline <= 0:
+        return policy.lock_wait
+    return min(policy.lock_wait, policy.deadline)

@@ -98,7 +98,7 @@ OPTIONS = {
     ),
     "--deadline": (
         "DURATION",
-        "a budget for the whole run, waits included",
+        "a budget for the whole run, waits (for a retry or the lock) included",
         "0, none",
     ),
     "--replay-stdin": (

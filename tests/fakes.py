@@ -87,12 +87,23 @@ class FakeMarkerStore:
 class FakeLock:
     """Busy (or interrupted by `signal`) on every try; records how long each was to wait.
 
-    Each acquisition hands out the next token; `lose_with` makes `lost()` say so.
+    Each acquisition hands out the next token; `lose_with` makes `lost()` say so. With a
+    `clock`, the holder before lets go `free_in` seconds after the first try: a wait
+    that long moves the clock on and takes the lock, a shorter one moves it by its
+    length and finds the lock busy.
     """
 
-    def __init__(self, busy: bool = False, signal: int | None = None) -> None:
+    def __init__(
+        self,
+        busy: bool = False,
+        signal: int | None = None,
+        clock: FakeClock | None = None,
+        free_in: float = 0.0,
+    ) -> None:
         self.busy = busy
         self.signal = signal
+        self.clock = clock
+        self.free_in = free_in
         self.held = False
         self.events: list[str] = []
         self.waits: list[float] = []
@@ -108,6 +119,11 @@ class FakeLock:
         if self.signal is not None:
             self.events.append("interrupted")
             raise Interrupted(self.signal)
+        if self.clock is not None and self.free_in > 0:
+            self.clock.now += min(wait, self.free_in)
+            if wait < self.free_in:
+                self.events.append("busy")
+                raise LockBusy()
         if self.busy:
             self.events.append("busy")
             raise LockBusy()

@@ -357,3 +357,25 @@ def test_a_script_that_locks_itself_keeps_its_bytes(lab: Lab) -> None:
     again = lab.run("run", "--lock", str(script), "--", str(script))
     assert (again.returncode, again.stdout) == (0, b"deployed\n")
     assert script.read_text() == body
+
+
+def test_a_deadline_counts_the_wait_for_the_lock(lab: Lab) -> None:
+    """Regression: --deadline counted from the first attempt, so `--lock-wait 10m
+    --deadline 10m` could last 20 minutes, past the Kubernetes deadline it was meant to
+    fit. The wait for a busy lock ends at the deadline (exit 3), long before --lock-wait."""
+    path = str(lab.tmp / "job.lock")
+    with lock_held_elsewhere(path):
+        busy = lab.run(
+            "run",
+            "--lock",
+            path,
+            "--lock-wait",
+            "10m",
+            "--deadline",
+            "1s",
+            "--",
+            "true",
+            timeout=30,
+        )
+    assert busy.returncode == 3
+    assert b"another run in progress" in busy.stderr

@@ -7,7 +7,7 @@ import pytest
 from domain.apply import apply
 from domain.attempts import Outcome
 from domain.errors import Interrupted, LockBusy, LockLost
-from domain.flows import Attempts
+from domain.flows import Attempts, run
 from domain.policy import Policy
 from tests.fakes import (
     FakeClock,
@@ -258,3 +258,30 @@ def test_dry_run_quotes_arguments_as_a_shell_user_would_type_them() -> None:
         console=world.console,
     )
     assert world.console.said == ["would apply step: would run sh -c 'echo '\"'\"'hi there'\"'\"''"]
+
+
+@pytest.mark.parametrize("use", ["run", "apply"])
+def test_a_lock_wait_is_spent_from_the_deadline(use: str) -> None:
+    """Regression: --deadline counted from the first attempt, so `--lock-wait 10m --deadline
+    10m` could take 20 minutes, past the Kubernetes deadline it was meant to fit. The
+    wait for the lock is part of the budget: it is cut to the deadline, and the attempt
+    that follows has what remains of it."""
+    world = World(Outcome(0))
+    world.lock = FakeLock(clock=world.clock, free_in=4.0)
+    policy = Policy(timeout=60, deadline=10, lock_wait=600)
+    if use == "run":
+        assert run(CMD, policy, attempts=world.attempts, lock=world.lock) == 0
+    else:
+        assert world.apply("step", policy) == 0
+    assert world.lock.waits == [10]
+    assert [timeout for _, timeout, _ in world.processes.calls] == [pytest.approx(6)]
+
+
+def test_a_lock_still_busy_at_the_deadline_is_busy_then() -> None:
+    """A holder that outlasts the budget: the wait ends at the deadline, as a busy lock."""
+    world = World(Outcome(0))
+    world.lock = FakeLock(clock=world.clock, free_in=30.0)
+    with pytest.raises(LockBusy):
+        run(CMD, Policy(deadline=10, lock_wait=600), attempts=world.attempts, lock=world.lock)
+    assert world.lock.waits == [10]
+    assert world.processes.calls == []
