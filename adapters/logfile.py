@@ -28,7 +28,7 @@ whatever the lines' length (about 16 batches of the runner's usual lines)."""
 
 
 PARALLEL_FROM = 8 << 20
-"""Logs from this size (bytes) up are read by one process per core."""
+"""Logs from this size (bytes) up are read by one process per core it may use."""
 
 PIECES_PER_WORKER = 4
 """A large log is cut into this many pieces per process, so a slower core takes fewer."""
@@ -127,7 +127,7 @@ def summarize(
 ) -> LogSummary:
     """Summarize [start, end) of the log (a path, or a descriptor open on it) to its end by
     default, grouping runs by "cmd" or "name"; raises OSError. A large range is read by one
-    process per core.
+    process per core it may use (its affinity, and its cgroup's CPU quota).
 
     A signal that ends the run raises Interrupted between two batches.
     """
@@ -139,8 +139,12 @@ def summarize(
             os.close(fd)
     fd = log
     end = os.fstat(fd).st_size if end is None else end
-    workers = min(workers or os.cpu_count() or 1, 32)
     interrupted = _checker(watch)
+    if end - start >= PARALLEL_FROM and workers is None:
+        from adapters.cores import usable_cores  # only for a large read
+
+        workers = usable_cores()
+    workers = min(workers or 1, 32)
     if workers == 1 or end - start < PARALLEL_FROM:
         return summarize_range(fd, start, end, by, since, interrupted)
     from adapters.workers import fork_map
