@@ -47,6 +47,13 @@ def write(path: str, data: bytes) -> dict[str, object]:
     try:
         written = write_atomically(path, data, durable=False)
     except OSError as exc:
+        folder = os.path.dirname(os.path.abspath(path))
+        if isinstance(exc, PermissionError) and not os.access(folder, os.W_OK):
+            raise StateError(
+                f"cannot write {path}: its folder {folder} is not writable (the file is "
+                "replaced whole, by a new file renamed over it, so that node_exporter "
+                "never reads half of it)"
+            ) from None
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
     found = (written.st_dev, written.st_ino, written.st_size, written.st_mtime_ns)
     return {"path": os.path.abspath(path), **dict(zip(IDENTITY, found, strict=True))}

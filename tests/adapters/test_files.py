@@ -57,3 +57,23 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, mocker: MockerF
         write_atomically(str(target), b"new data")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_textfile_in_a_folder_it_may_not_write_says_the_folder_is_why(
+    tmp_path: Path, mocker: MockerFixture
+) -> None:
+    """Regression: a textfile the user may write, in a folder they may not (a collector's
+    folder owned by root, the file handed over), failed with a bare `Permission denied`,
+    which its own mode contradicts. The message says the folder is why: the file is
+    replaced whole, by a rename beside it."""
+    from adapters import textfile
+    from domain.errors import StateError
+
+    out = tmp_path / "runner.prom"
+    out.write_text("")
+    mocker.patch(
+        "adapters.textfile.write_atomically", side_effect=PermissionError(13, "Permission denied")
+    )
+    mocker.patch("adapters.textfile.os.access", return_value=False)
+    with pytest.raises(StateError, match=r"its folder .* is not writable"):
+        textfile.write(str(out), b"x 1\n")
