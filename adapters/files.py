@@ -51,7 +51,8 @@ def write_atomically(
 def make_folders(path: str) -> None:
     """Create the folder `path` and every missing one above it, each mode 0700 (os.makedirs
     leaves those above at the default mode, 0755: anyone could list the names in them).
-    An existing folder is left as it is; raises OSError (FileExistsError: not a folder)."""
+    An existing folder is left as it is. Raises OSError: FileExistsError when `path` is
+    something else, NotADirectoryError (naming it) when a file stands above it."""
     missing = []
     folder = os.path.abspath(path)
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
@@ -61,8 +62,11 @@ def make_folders(path: str) -> None:
         try:
             os.mkdir(folder, 0o700)
         except FileExistsError:
-            if not os.path.isdir(folder):
+            if os.path.isdir(folder):
+                continue
+            if folder == missing[0]:
                 raise
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
 
 
 def sync_folder(folder: str) -> None:

@@ -16,6 +16,8 @@ def ensure_folder(path: str) -> str:
         make_folders(path)
     except FileExistsError:
         raise StateError(f"state path {path} exists and is not a folder") from None
+    except NotADirectoryError as exc:
+        raise StateError(f"cannot create state folder {path}: {exc.filename} is a file") from None
     except OSError as exc:
         raise StateError(f"cannot create state folder {path}: {exc.strerror}") from None
     try:

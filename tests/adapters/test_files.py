@@ -77,3 +77,24 @@ def test_a_textfile_in_a_folder_it_may_not_write_says_the_folder_is_why(
     mocker.patch("adapters.textfile.os.access", return_value=False)
     with pytest.raises(StateError, match=r"its folder .* is not writable"):
         textfile.write(str(out), b"x 1\n")
+
+
+def test_folders_are_made_private_and_a_file_above_is_named(tmp_path: Path) -> None:
+    """Every folder made is 0700 (os.makedirs leaves those above at 0755); a file standing
+    above the folder is named, not taken for the folder itself (`state path … exists and
+    is not a folder`, said of a path that did not exist)."""
+    from adapters.files import make_folders
+    from adapters.state import ensure_folder
+    from domain.errors import StateError
+
+    make_folders(str(tmp_path / "a" / "b" / "c"))
+    modes = [(tmp_path / name).stat().st_mode & 0o777 for name in ("a", "a/b", "a/b/c")]
+    assert modes == [0o700] * 3
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError) as above:
+        make_folders(str(tmp_path / "file" / "x" / "state"))
+    assert above.value.filename == str(tmp_path / "file")
+    with pytest.raises(StateError, match=r"cannot create state folder .*: .*/file is a file"):
+        ensure_folder(str(tmp_path / "file" / "state"))
+    with pytest.raises(StateError, match="exists and is not a folder"):
+        ensure_folder(str(tmp_path / "file"))
