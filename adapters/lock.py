@@ -81,9 +81,7 @@ class FcntlLock:
                     except StateError:
                         self.release()
                         raise
-                busy = None
-                if slot is None:
-                    busy = busy_holders(fds)
+                busy = busy_holders(fds) if slot is None else None
             finally:
                 for fd in fds:
                     os.close(fd)

@@ -140,12 +140,14 @@ def summarize(
     fd = log
     end = os.fstat(fd).st_size if end is None else end
     interrupted = _checker(watch)
-    if end - start >= PARALLEL_FROM and workers is None:
+    if end - start < PARALLEL_FROM:
+        return summarize_range(fd, start, end, by, since, interrupted)
+    if workers is None:
         from adapters.cores import usable_cores  # only for a large read
 
         workers = usable_cores()
-    workers = min(workers or 1, 32)
-    if workers == 1 or end - start < PARALLEL_FROM:
+    workers = min(workers, 32)
+    if workers <= 1:
         return summarize_range(fd, start, end, by, since, interrupted)
     from adapters.workers import fork_map
 
