@@ -10,6 +10,7 @@ not yet read is read once (see adapters.rotation); then the new log from its sta
 from __future__ import annotations
 
 import os
+import time
 
 from adapters import saved
 from adapters.files import write_atomically
@@ -40,8 +41,9 @@ OPEN_MAX = 100_000
 """Open runs a checkpoint keeps (the latest): more means runners killed in the thousands,
 and each costs the next stats' start."""
 OPEN_MAX_AGE = 7 * 86400.0
-"""Seconds of the log's own time (its latest attempt, not the clock): a run still open this
-long after its last attempt lost its runner, and is forgotten."""
+"""Seconds of the log's own time (its latest attempt, or now if that is later than now: a
+line from a host whose clock was years ahead): a run still open this long after its last
+attempt lost its runner, and is forgotten."""
 TRIES = 5
 """Reads of a log that was rotated while it was being read, before stats gives up."""
 
@@ -111,7 +113,8 @@ class Checkpoint:
                 if os.fstat(fd).st_size >= end and head_at(fd) == head:
                     total.merge(part)
                     self._position = {**self._position_of(info, head), "offset": end}
-                    total.summary.drop_open_before(total.summary.newest - OPEN_MAX_AGE)
+                    clock = min(total.summary.newest, time.time())
+                    total.summary.drop_open_before(clock - OPEN_MAX_AGE)
                     return total
             finally:
                 os.close(fd)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -214,3 +215,21 @@ def test_a_run_open_a_week_of_the_log_s_time_is_forgotten(
     with log.open("ab") as handle:
         handle.write(attempt_line(AttemptRecord(at + 8 * DAY, ["job"], 1, 0, 5, "later")))
     assert update(log, watch).summary.in_progress() == {}
+
+
+def test_a_line_dated_years_ahead_does_not_age_the_runs_waiting_for_a_retry(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: one line from a host that booted with its clock years ahead moved the
+    log's clock there for good, so every later stats forgot the runs waiting for a retry
+    (counted 0; a whole read counted them). The log's clock goes no further than now."""
+    log = tmp_path / "runs.jsonl"
+    now = time.time()
+    ahead = attempt_line(AttemptRecord(now + 10 * 365 * DAY, ["ntpdate"], 1, 0, 5, "ahead"))
+    first = attempt_line(AttemptRecord(now - 120, ["job"], 1, 1, 5, "slow", None, 60_000))
+    second = attempt_line(AttemptRecord(now - 60, ["job"], 2, 0, 5, "slow"))
+    log.write_bytes(ahead + first)
+    assert update(log, watch).summary.in_progress() == {"job": 1}
+    with log.open("ab") as handle:
+        handle.write(second)
+    assert counted(update(log, watch)) == 2
