@@ -60,6 +60,8 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
             )
         if not _is_utf8(text):
             raise UsageError(f"--label: the value of {key} is not UTF-8 text")
+        if any(key == given for given, _ in invocation.labels):
+            raise UsageError(f"--label: {key} is given twice (a sample has each label once)")
         invocation.labels.append((key, text))
     elif option == "--ping":
         invocation.ping = check_ping_url(value)

@@ -127,6 +127,7 @@ def test_apply_with_command_and_options_around_the_name() -> None:
         (["apply", "--", "-rf"], "missing NAME"),
         (["apply", "a", "b"], "unexpected argument"),
         (["apply", "a", "--"], "missing command after --"),
+        (["stats", "--label", "a=b", "--label", "a=c"], "--label: a is given twice"),
     ],
 )
 def test_usage_errors(argv: list[str], message: str) -> None:
