@@ -101,6 +101,10 @@ class FcntlLock:
         A file that holds anything but a holder's record (see adapters.holders) is opened
         read-only, as flock(1) opens every file: a script open for writing could not
         be run (ETXTBSY) by the command that inherits the lock.
+
+        A `bare` lock file that cannot even be read (root's stats left it 0600 in a user's
+        home) is replaced by one of this user's: left as it is, every stats of the user
+        would run unguarded.
         """
         flags = os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -113,7 +117,15 @@ class FcntlLock:
             except OSError as exc:
                 if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR):
                     raise
-                return os.open(path, flags | os.O_RDONLY)
+                try:
+                    return os.open(path, flags | os.O_RDONLY)
+                except PermissionError:
+                    if not self.bare:
+                        raise
+                    from adapters.files import write_atomically  # noqa: PLC0415 - rare
+
+                    write_atomically(path, b"", 0o600, durable=False)
+                    return os.open(path, flags | os.O_RDWR)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise StateError(f"lock file {path} is a symbolic link; refusing it") from None

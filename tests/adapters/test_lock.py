@@ -359,3 +359,45 @@ def test_a_holder_gone_is_not_named_when_another_program_holds_the_lock(
     with lock_held_elsewhere(str(path)), pytest.raises(LockBusy) as busy:
         FcntlLock(str(path), watch).acquire()
     assert busy.value.holder is None
+
+
+def test_a_runner_lock_of_another_user_that_cannot_be_opened_is_made_anew(
+    tmp_path: Path, mocker: MockerFixture, watch: SignalWatch
+) -> None:
+    """Regression: root's `stats` in a user's home left a lock file the user may not open
+    (0600, root's), and every later stats of the user ran unguarded, so two at once could
+    export a lower counter. A lock of the runner's own (bare) that cannot be opened is
+    replaced by one of this user's, as a checkpoint is; it then guards as before."""
+    path = tmp_path / ".runs.jsonl.stats.lock"
+    path.write_text("")
+    theirs = path.stat().st_ino
+    real_open = os.open
+
+    def not_theirs(name: str, flags: int, mode: int = 0o777) -> int:
+        if name == str(path) and path.exists() and path.stat().st_ino == theirs:
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, flags, mode)
+
+    mocker.patch("adapters.lock.os.open", side_effect=not_theirs)
+    lock = FcntlLock(str(path), watch, bare=True)
+    lock.acquire()
+    assert path.stat().st_ino != theirs
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    mocker.stopall()
+    with pytest.raises(LockBusy):
+        FcntlLock(str(path), watch, bare=True).acquire()
+    lock.release()
+
+
+def test_a_shared_lock_of_another_user_that_cannot_be_opened_is_left_to_them(
+    tmp_path: Path, mocker: MockerFixture, watch: SignalWatch
+) -> None:
+    """`--lock FILE` and apply's lock are shared between users: one that cannot be opened is
+    an error, never replaced (its holders would no longer exclude this runner)."""
+    path = tmp_path / "job.lock"
+    path.write_text("")
+    mocker.patch("adapters.lock.os.open", side_effect=PermissionError(13, "Permission denied"))
+    with pytest.raises(StateError, match="Permission denied"):
+        FcntlLock(str(path), watch).acquire()
+    mocker.stopall()
+    assert path.read_text() == ""
