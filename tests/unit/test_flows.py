@@ -78,7 +78,14 @@ def test_timeouts_are_retried_and_reported() -> None:
     world = World(Outcome(124, timed_out=True), Outcome(0))
     assert world.attempts.run(CMD, Policy(timeout=2, retries=1, backoff=0)) == 0
     assert world.processes.calls[0] == (CMD, 2, 10.0)
-    assert any("timeout" in line for line in world.console.warnings)
+    assert "timeout: command ran past 2s and was killed" in world.console.warnings
+
+
+def test_a_timeout_cut_short_by_the_deadline_names_the_deadline() -> None:
+    """The attempt's limit was what remained of --deadline, not --timeout: it says so."""
+    world = World(Outcome(124, timed_out=True))
+    assert world.attempts.run(CMD, Policy(timeout=60, deadline=5)) == 124
+    assert "timeout: command ran past the --deadline and was killed" in world.console.warnings
 
 
 def test_not_found_is_not_retried() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from domain.attempts import Finish, Outcome, Retry, next_step
 from domain.errors import Interrupted, LockBusy
-from domain.flows import run
+from domain.flows import lock_wait, run
 from domain.policy import MAX_DELAY, Policy, attempt_timeout, wait_after
 from tests.fakes import FakeLock
 from tests.unit.test_flows import CMD, World
@@ -79,13 +79,27 @@ def test_no_wait_begins_that_would_end_past_the_deadline(elapsed: float, expecte
 
 @pytest.mark.parametrize(
     ("timeout", "elapsed", "expected"),
-    [(0, 0, 10), (3, 0, 3), (0, 7.5, 2.5), (5, 7.5, 2.5), (5, 2, 5), (0, 10, 0.001)],
+    [
+        (0, 0, 10),
+        (3, 0, 3),
+        (0, 7.5, 2.5),
+        (5, 7.5, 2.5),
+        (5, 2, 5),
+        (0, 10, 0.001),
+        (0.75, 0, 0.75),
+    ],
 )
 def test_the_deadline_shortens_an_attempts_timeout(
     timeout: float, elapsed: float, expected: float
 ) -> None:
     """An attempt gets the smaller of its timeout and what remains of a 10 s budget."""
     assert attempt_timeout(Policy(timeout=timeout, deadline=10), elapsed) == pytest.approx(expected)
+
+
+def test_a_deadline_under_a_second_is_a_deadline() -> None:
+    """Sub-second budgets count: the attempt and the wait for a lock are cut to them."""
+    assert attempt_timeout(Policy(deadline=0.5), 0.2) == pytest.approx(0.3)
+    assert lock_wait(Policy(deadline=0.5, lock_wait=600)) == 0.5
 
 
 def test_a_run_with_a_deadline_ends_within_it() -> None:
