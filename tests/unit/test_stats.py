@@ -259,6 +259,19 @@ def test_bound_keeps_the_exported_keys_then_the_busiest_and_the_rest_together() 
     assert s.finished()["(other)"].runs == 8
 
 
+def test_a_run_never_seen_to_end_of_a_key_counted_under_other_still_counts() -> None:
+    """A killed run of a command whose history joined (other): counted as it stands, under
+    its own key, beside the history."""
+    s = Summary()
+    for n, key in enumerate(["a", "a", "b", "c"]):
+        attempt(s, f"r{n}", key, n, 1, 0, 5, False)
+    attempt(s, "killed", "b", 10, 1, 1, 5, True)
+    s.bound(["a"], 2, 10)
+    groups = s.finished()
+    assert (groups["a"].runs, groups[OTHER].runs, groups["b"].runs) == (2, 2, 1)
+    assert groups["b"].outcomes["failure"] == 1
+
+
 @settings(max_examples=1000)
 @given(st.text(alphabet="0123456789,:x ٣", max_size=40))
 def test_saved_fine_buckets_are_checked_so_that_decoding_them_cannot_fail(text: str) -> None:
