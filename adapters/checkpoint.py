@@ -22,7 +22,7 @@ from adapters.logfile import (
     summarize_stream,
     whole_lines_end,
 )
-from adapters.rotation import head_at, open_log, unread
+from adapters.rotation import head_at, history, open_log, unread
 from adapters.saved import Untrusted, read_own
 from domain.errors import Damaged, StateError
 from domain.stats import OTHER, Summary
@@ -177,6 +177,7 @@ class Checkpoint:
         saved = self._position
         if saved is None:
             self._position = {**self._position_of(info, head), "offset": 0}
+            self._read_history(info, head, total, watch, warn)
             return 0
         offset = int(str(saved["offset"]))
         same = (info.st_dev, info.st_ino) == (saved["dev"], saved["ino"])
@@ -198,6 +199,25 @@ class Checkpoint:
             offset = 0
         self._position = {**self._position_of(info, head), "offset": 0}
         return 0
+
+    def _read_history(
+        self,
+        info: os.stat_result,
+        head: str | None,
+        total: LogSummary,
+        watch: SignalWatch,
+        warn: Callable[[str], None],
+    ) -> None:
+        """A new checkpoint (the first stats, or one set aside: lost in a crash, damaged)
+        counts the whole history still on disk, so that no exported counter falls to what
+        the current log holds: every rotated generation, oldest first, into `total`. One
+        that cannot be read is said and left out."""
+        for path in history(self.log, head, info):
+            try:
+                with open_log(path) as handle:
+                    total.merge(summarize_stream(handle, self.by, None, watch))
+            except (OSError, EOFError) as exc:
+                warn(f"cannot read {path}: {_why(exc)}; the runs in it are not counted")
 
     def _load(self) -> LogSummary:
         """The saved history, or an empty one when there is none (or of another version).

@@ -121,11 +121,30 @@ def unread(log: str, head: str | None, current: os.stat_result) -> list[str] | N
     when none has that first line (it was deleted, or the log never had a whole line)."""
     if head is None:
         return None
-    found = generations(log, current)
-    heads = [head_of(path) for path in found]
+    found = _by_head(generations(log, current))
+    heads = [first for _, first in found]
     if head not in heads:
         return None
-    return found[heads.index(head) :]
+    return [path for path, _ in found[heads.index(head) :]]
+
+
+def history(log: str, head: str | None, current: os.stat_result) -> list[str]:
+    """Every generation beside `log` that holds a whole line, oldest first, except a copy of
+    the log itself (whose first line is `head`)."""
+    found = _by_head(generations(log, current))
+    return [path for path, first in found if first is not None and first != head]
+
+
+def _by_head(paths: list[str]) -> list[tuple[str, str | None]]:
+    """`paths` (oldest first) with their first lines, one file for each first line: a copy
+    of a generation made by hand (`runs.jsonl-old`) shares its first line and would be
+    counted twice; the last in order is kept, the one logrotate moves along."""
+    found: dict[str | None, str] = {}
+    for path in paths:
+        first = head_of(path)
+        found.pop(first, None)
+        found[first] = path
+    return [(path, first) for first, path in found.items()]
 
 
 def generations(log: str, current: os.stat_result) -> list[str]:

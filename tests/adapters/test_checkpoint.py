@@ -233,3 +233,49 @@ def test_a_line_dated_years_ahead_does_not_age_the_runs_waiting_for_a_retry(
     with log.open("ab") as handle:
         handle.write(second)
     assert counted(update(log, watch)) == 2
+
+
+def test_a_checkpoint_lost_after_rotations_starts_over_from_every_generation(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: a checkpoint lost in a crash (an empty file: it is written without
+    fsync) or set aside was read again from the current log alone, so every exported
+    counter fell to what the current log holds. A new checkpoint counts every generation
+    still beside the log, oldest first, each once (a copy of one is known by its first
+    line), then the log."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 10))
+    update(log, watch)
+    log.rename(tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(10, 5))
+    update(log, watch)
+    with (tmp_path / "runs.jsonl.2.gz").open("wb") as packed:
+        packed.write(gzip.compress((tmp_path / "runs.jsonl.1").read_bytes()))
+    (tmp_path / "runs.jsonl.1").unlink()
+    log.rename(tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(15, 3))
+    shutil.copy(tmp_path / "runs.jsonl.1", tmp_path / "runs.jsonl-copy")
+    assert counted(update(log, watch)) == 18
+    (tmp_path / ".runs.jsonl.stats-cmd.json").write_bytes(b"")
+    warnings: list[str] = []
+    assert counted(update(log, watch, warnings)) == 18
+    assert len(warnings) == 1
+    assert "set the stats checkpoint" in warnings[0]
+    with log.open("ab") as handle:
+        handle.write(runs(18, 2))
+    assert counted(update(log, watch)) == 20
+
+
+def test_a_generation_that_cannot_be_read_on_a_new_checkpoint_is_said_and_left_out(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """A damaged old generation does not stop a first stats: it is named, once."""
+    log = tmp_path / "runs.jsonl"
+    (tmp_path / "runs.jsonl.2.gz").write_bytes(gzip.compress(runs(200, 50, 1_700_000_000.0))[:-30])
+    (tmp_path / "runs.jsonl.1").write_bytes(runs(100, 4, 1_750_000_000.0))
+    log.write_bytes(runs(0, 3))
+    warnings: list[str] = []
+    assert counted(update(log, watch, warnings)) == 7
+    assert len(warnings) == 1
+    assert "runs.jsonl.2.gz" in warnings[0]
+    assert "not counted" in warnings[0]
