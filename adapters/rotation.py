@@ -149,21 +149,17 @@ def _by_head(paths: list[str]) -> list[tuple[str, str | None]]:
 
 def generations(log: str, current: os.stat_result) -> list[str]:
     """The rotated files beside `log`, oldest first: dated ones by name, then numbered ones
-    from the highest number. A generation both plain and compressed (logrotate compressing
-    it right now) is taken plain, since the compressed one may be cut short; a file that
-    is the log itself (a link) is left out."""
-    import glob  # noqa: PLC0415 - only after a rotation
-
-    name = os.path.basename(log)
+    from the highest number; named after the log (`runs.jsonl.1`), or with its extension
+    kept, as logrotate's `extension .jsonl` names them (`runs.1.jsonl`). A generation both
+    plain and compressed (logrotate compressing it right now) is taken plain, since the
+    compressed one may be cut short; a file that is the log itself (a link) is left out."""
     dated: list[str] = []
     numbered: list[tuple[int, str]] = []
-    for path in glob.glob(glob.escape(log) + "[-.]*"):
-        rest = os.path.basename(path)[len(name) :]
-        stem = _plain(rest)
-        if stem.startswith("-"):
+    for path, mark in _marked(log).items():
+        if mark.startswith("-"):
             dated.append(path)
-        elif stem[1:].isdigit() and stem[1:].isascii():
-            numbered.append((int(stem[1:]), path))
+        elif mark[1:].isdigit() and mark[1:].isascii():
+            numbered.append((int(mark[1:]), path))
     ordered = sorted(dated, key=lambda path: (_plain(path), path != _plain(path)))
     ordered += [path for _, path in sorted(numbered, key=lambda item: (-item[0], item[1]))]
     chosen: list[str] = []
@@ -179,6 +175,21 @@ def generations(log: str, current: os.stat_result) -> list[str]:
             continue
         chosen.append(path)
     return chosen
+
+
+def _marked(log: str) -> dict[str, str]:
+    """The files named like a generation of `log`, each with what its name adds to the log's
+    (`.1`, `-20261130`), without the extension kept and the compression's suffix."""
+    import glob  # noqa: PLC0415 - only after a rotation
+
+    stem, extension = os.path.splitext(log)
+    found: dict[str, str] = {}
+    for base, kept in [(log, "")] + ([(stem, extension)] if extension else []):
+        for path in glob.glob(glob.escape(base) + "[-.]*" + kept + ("*" if kept else "")):
+            mark = _plain(path)[len(base) :]
+            if mark.endswith(kept):
+                found.setdefault(path, mark[: len(mark) - len(kept)])
+    return found
 
 
 def _plain(name: str) -> str:

@@ -108,6 +108,30 @@ def test_dated_compressed_generations_are_all_read(lab: Lab) -> None:
     assert runs_of(prom, "job") == 25
 
 
+@pytest.mark.parametrize("dated", [False, True])
+def test_generations_that_keep_the_log_s_extension_are_all_read(lab: Lab, dated: bool) -> None:
+    """Regression: logrotate's `extension .jsonl` names generations `runs.1.jsonl`,
+    `runs.2.jsonl.gz` (or `runs-20261130.jsonl`): none was found, so every line written
+    between the last stats and a rotation was lost, with a warning at each rotation."""
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_bytes(runs(0, 5))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    naming = ("dateext", "dateformat -2026113{hour}") if dated else ()
+    for hour in range(3):
+        append(lab, runs(5 + 5 * hour, 5))
+        options = [option.format(hour=hour) for option in naming]
+        logrotate(lab, "extension .jsonl", "compress", "delaycompress", *options)
+    append(lab, runs(20, 5))
+    kept = sorted(path.name for path in lab.home.glob("runs*.jsonl*"))
+    assert ("runs-20261131.jsonl" if dated else "runs.2.jsonl.gz") in kept
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert runs_of(prom, "job") == 25
+    (lab.home / ".runs.jsonl.stats-cmd.json").unlink()
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    assert runs_of(prom, "job") == 25
+
+
 @pytest.mark.parametrize(("tool", "suffix"), [("xz", ".xz"), ("bzip2", ".bz2")])
 def test_generations_compressed_by_another_program_are_all_read(
     lab: Lab, tool: str, suffix: str
