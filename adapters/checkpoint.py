@@ -181,8 +181,8 @@ class Checkpoint:
             return 0
         offset = int(str(saved["offset"]))
         same = (info.st_dev, info.st_ino) == (saved["dev"], saved["ino"])
-        if same and head == saved["head"] and end >= offset:
-            return offset
+        if head == saved["head"] and end >= offset and (same or head is not None):
+            return offset  # the same log, also when copied to another disk (a new inode)
         known = saved["head"]
         behind = unread(self.log, known if isinstance(known, str) else None, info)
         if behind is None and saved["head"] is not None:

@@ -279,3 +279,22 @@ def test_a_generation_that_cannot_be_read_on_a_new_checkpoint_is_said_and_left_o
     assert len(warnings) == 1
     assert "runs.jsonl.2.gz" in warnings[0]
     assert "not counted" in warnings[0]
+
+
+def test_a_home_copied_to_another_disk_reads_on_from_where_it_stopped(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: a home moved to another disk (cp -a, rsync, a restored backup) gives the
+    log a new inode; stats took it for a rotated log whose old part was lost, said so, and
+    counted every run in it twice. A log that begins with the same line is the same log."""
+    home = tmp_path / "old"
+    home.mkdir()
+    (home / "runs.jsonl").write_bytes(runs(0, 3))
+    update(home / "runs.jsonl", watch)
+    moved = tmp_path / "new"
+    shutil.copytree(home, moved)
+    with (moved / "runs.jsonl").open("ab") as handle:
+        handle.write(runs(3, 1))
+    warnings: list[str] = []
+    assert counted(update(moved / "runs.jsonl", watch, warnings)) == 4
+    assert warnings == []
