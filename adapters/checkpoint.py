@@ -9,21 +9,13 @@ not yet read is read once (see adapters.rotation); then the new log from its sta
 
 from __future__ import annotations
 
-import io
 import os
 import time
 
 from adapters import saved
 from adapters.files import write_atomically
-from adapters.logfile import (
-    LogSummary,
-    open_regular,
-    stop_if_ended,
-    summarize,
-    summarize_stream,
-    whole_lines_end,
-)
-from adapters.rotation import head_at, history, open_log, unread
+from adapters.logfile import LogSummary, open_regular, stop_if_ended, summarize, whole_lines_end
+from adapters.rotation import head_at, history, summarize_generation, unread
 from adapters.saved import Untrusted, read_own
 from domain.errors import Damaged, StateError
 from domain.stats import OTHER, Summary
@@ -193,7 +185,7 @@ class Checkpoint:
             )
         for path in behind or []:
             try:
-                total.merge(self._generation(path, offset, watch))
+                total.merge(summarize_generation(path, self.by, watch, offset))
             except (OSError, EOFError) as exc:
                 raise StateError(f"cannot read {path}: {_why(exc)}") from None
             offset = 0
@@ -214,17 +206,9 @@ class Checkpoint:
         that cannot be read is said and left out."""
         for path in history(self.log, head, info):
             try:
-                total.merge(self._generation(path, 0, watch))
+                total.merge(summarize_generation(path, self.by, watch))
             except (OSError, EOFError) as exc:
                 warn(f"cannot read {path}: {_why(exc)}; the runs in it are not counted")
-
-    def _generation(self, path: str, skip: int, watch: SignalWatch) -> LogSummary:
-        """A rotated generation after `skip` bytes: a plain one split across cores as the log
-        is, a compressed one as a stream. Raises OSError, or EOFError when it is cut short."""
-        with open_log(path) as handle:
-            if isinstance(handle, io.BufferedReader):
-                return summarize(handle.fileno(), self.by, None, watch, start=skip)
-            return summarize_stream(handle, self.by, None, watch, skip=skip)
 
     def _load(self) -> LogSummary:
         """The saved history, or an empty one when there is none (or of another version).

@@ -9,6 +9,7 @@ no two generations share one.
 
 from __future__ import annotations
 
+import io
 import os
 from binascii import crc32
 
@@ -16,6 +17,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import BinaryIO
+
+    from adapters.logfile import LogSummary
+    from adapters.signals import SignalWatch
 
 HEAD_MAX = 1 << 16
 """Bytes of the first line that identify a log."""
@@ -49,6 +53,17 @@ def open_log(path: str) -> BinaryIO:
     import importlib  # noqa: PLC0415 - only for a compressed log
 
     return _Guarded(importlib.import_module(module).open(path, "rb"))  # type: ignore[return-value]
+
+
+def summarize_generation(path: str, by: str, watch: SignalWatch, skip: int = 0) -> LogSummary:
+    """A rotated generation after `skip` bytes: a plain one split across cores as the log is,
+    a compressed one as a stream. Raises OSError, or EOFError when it is cut short."""
+    from adapters.logfile import summarize, summarize_stream  # noqa: PLC0415 - the reader's
+
+    with open_log(path) as handle:
+        if isinstance(handle, io.BufferedReader):
+            return summarize(handle.fileno(), by, None, watch, start=skip)
+        return summarize_stream(handle, by, None, watch, skip=skip)
 
 
 def is_compressed(path: str) -> bool:
