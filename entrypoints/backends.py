@@ -53,15 +53,17 @@ class Backend:
 
 def scrubbed_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment a command may see: RUNNER_STATE_URL without any form of password
-    (left out whole when it is no state URL at all), and no RUNNER_PING_URL (a credential,
-    and a runner the command starts for a step of its own must not ping the job's check)."""
-    from adapters.postgres.url import StateUrl
-    from domain.errors import UsageError
-
+    (left out whole when it is no state URL at all), no RUNNER_PING_URL (a credential, and
+    a runner the command starts for a step of its own must not ping the job's check), and
+    no RUNNER_JOB_NAME (nor log that step's runs under the job's name)."""
     given = dict(environ)
     given.pop("RUNNER_PING_URL", None)
+    given.pop("RUNNER_JOB_NAME", None)
     url = given.pop("RUNNER_STATE_URL", None)
     if url is not None:
+        from adapters.postgres.url import StateUrl
+        from domain.errors import UsageError
+
         try:
             given["RUNNER_STATE_URL"] = StateUrl(url).shown
         except UsageError:

@@ -47,7 +47,9 @@ class Wiring:
         from adapters.process import PosixProcessRunner
 
         environ = os.environ if backend is None else backend.environ
-        if "RUNNER_STATE_URL" in environ or "RUNNER_PING_URL" in environ:
+        if any(
+            name in environ for name in ("RUNNER_STATE_URL", "RUNNER_PING_URL", "RUNNER_JOB_NAME")
+        ):
             from entrypoints.backends import scrubbed_environ
 
             environ = scrubbed_environ(environ)

@@ -237,6 +237,18 @@ def test_the_command_does_not_get_the_ping_url(lab: Lab, service: str) -> None:
     ]
 
 
+def test_the_command_does_not_get_the_job_s_name(lab: Lab) -> None:
+    """Regression: RUNNER_JOB_NAME reached the command: a runner it started for a step of
+    its own logged the step under the job's name, so `stats --by name` counted the step's
+    runs, outcomes and durations as the job's. `--name` was never passed on; now neither
+    is the variable."""
+    inner = f"{sys.executable} {RUNNER} run -- true"
+    result = lab.run("run", "--", "sh", "-c", inner, env={"RUNNER_JOB_NAME": "nightly"})
+    assert result.returncode == 0, result.stderr
+    names = [json.loads(line).get("name") for line in lab.log.read_text().splitlines()]
+    assert sorted(names, key=str) == [None, "nightly"]
+
+
 def test_a_user_and_password_in_the_ping_url_are_sent_as_basic_authentication(
     lab: Lab, service: str
 ) -> None:
