@@ -163,11 +163,13 @@ def _by_head(paths: list[str]) -> list[tuple[str, str | None]]:
 
 
 def generations(log: str, current: os.stat_result) -> list[str]:
-    """The rotated files beside `log`, oldest first: dated ones by name, then numbered ones
-    from the highest number; named after the log (`runs.jsonl.1`), or with its extension
-    kept, as logrotate's `extension .jsonl` names them (`runs.1.jsonl`). A generation both
-    plain and compressed (logrotate compressing it right now) is taken plain, since the
-    compressed one may be cut short; a file that is the log itself (a link) is left out."""
+    """The rotated files beside `log`, oldest first: dated ones by name, numbered ones from
+    the highest number, and the kind left behind when logrotate's config switched (to or
+    from `dateext`) before the other; named after the log (`runs.jsonl.1`), or with its
+    extension kept, as logrotate's `extension .jsonl` names them (`runs.1.jsonl`). A
+    generation both plain and compressed (logrotate compressing it right now) is taken
+    plain, since the compressed one may be cut short; a file that is the log itself (a
+    link) is left out."""
     dated: list[str] = []
     numbered: list[tuple[int, str]] = []
     for path, mark in _marked(log).items():
@@ -175,8 +177,11 @@ def generations(log: str, current: os.stat_result) -> list[str]:
             dated.append(path)
         elif mark[1:].isdigit() and mark[1:].isascii():
             numbered.append((int(mark[1:]), path))
-    ordered = sorted(dated, key=lambda path: (_plain(path), path != _plain(path)))
-    ordered += [path for _, path in sorted(numbered, key=lambda item: (-item[0], item[1]))]
+    by_date = sorted(dated, key=lambda path: (_plain(path), path != _plain(path)))
+    by_number = [path for _, path in sorted(numbered, key=lambda item: (-item[0], item[1]))]
+    ordered = by_date + by_number
+    if by_date and by_number and _NEVER < _began(by_number[-1]) < _began(by_date[-1]):
+        ordered = by_number + by_date
     chosen: list[str] = []
     for path in ordered:
         try:
@@ -190,6 +195,24 @@ def generations(log: str, current: os.stat_result) -> list[str]:
             continue
         chosen.append(path)
     return chosen
+
+
+_NEVER = float("-inf")
+
+
+def _began(path: str) -> float:
+    """When the first line of the generation at `path` says its attempt started (epoch
+    seconds; _NEVER when it says nothing readable, which leaves the order by name)."""
+    import re  # noqa: PLC0415 - only when generations of both kinds lie beside the log
+
+    from adapters.timestamps import parse  # noqa: PLC0415
+
+    try:
+        with open_log(path) as handle:
+            found = re.search(rb'"ts":"([^"\\]{1,64})"', handle.readline(HEAD_MAX))
+        return _NEVER if found is None else parse(found.group(1).decode()).timestamp()
+    except (OSError, EOFError, ValueError, OverflowError):
+        return _NEVER
 
 
 def _marked(log: str) -> dict[str, str]:

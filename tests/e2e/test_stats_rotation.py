@@ -132,6 +132,25 @@ def test_generations_that_keep_the_log_s_extension_are_all_read(lab: Lab, dated:
     assert runs_of(prom, "job") == 25
 
 
+def test_turning_dateext_on_leaves_the_numbered_generations_behind(lab: Lab) -> None:
+    """Regression: once logrotate's config took `dateext`, the numbered generations it left
+    stayed beside the log, and were taken for newer than the dated ones: each rotation
+    read them all again (15 more runs here). Which kind is older is told by their times."""
+    prom = lab.tmp / "runner.prom"
+    for first in (0, 5):
+        append(lab, runs(first, 5))
+        logrotate(lab, "rotate 5")
+    append(lab, runs(10, 5))
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    assert runs_of(prom, "job") == 15
+    for day in (0, 1):
+        logrotate(lab, "rotate 5", "dateext", f"dateformat -2026113{day}")
+        append(lab, runs(15 + 5 * day, 5))
+        result = lab.run("stats", "-q", "--prometheus", str(prom))
+        assert (result.returncode, result.stderr) == (0, b"")
+        assert runs_of(prom, "job") == 20 + 5 * day
+
+
 @pytest.mark.parametrize(("tool", "suffix"), [("xz", ".xz"), ("bzip2", ".bz2")])
 def test_generations_compressed_by_another_program_are_all_read(
     lab: Lab, tool: str, suffix: str
