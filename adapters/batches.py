@@ -1,7 +1,9 @@
-"""A log read in batches of whole lines, memory bounded whatever the lines are."""
+"""A log read in batches of whole lines, memory bounded whatever the lines are; and cut into
+pieces at line boundaries, for one process each."""
 
 from __future__ import annotations
 
+import os
 import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -63,3 +65,22 @@ def _nonblank(chunk: bytes) -> tuple[bytes, int, int]:
     chunk = chunk.strip(b"\n")
     count = chunk.count(b"\n") + 1 if chunk else 0
     return chunk, count, total - count
+
+
+def pieces(fd: int, start: int, end: int, parts: int) -> list[int]:
+    """Byte offsets that cut [start, end) of the file into `parts` pieces at line boundaries."""
+    bounds = [start]
+    for n in range(1, parts):
+        bounds.append(min(_next_line(fd, max(bounds[-1], start + (end - start) * n // parts)), end))
+    bounds.append(end)
+    return sorted(set(bounds))
+
+
+def _next_line(fd: int, position: int) -> int:
+    """The offset just past the next newline at or after `position` (or the end)."""
+    while block := os.pread(fd, 1 << 16, position):
+        cut = block.find(b"\n")
+        if cut >= 0:
+            return position + cut + 1
+        position += len(block)
+    return position

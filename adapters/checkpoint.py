@@ -102,7 +102,7 @@ class Checkpoint:
                 info = os.fstat(fd)
                 end, head = whole_lines_end(fd), head_at(fd)
                 start = self._resume(info, head, end, total, watch, warn)
-                part = summarize(fd, self.by, None, watch, start=start, end=end)
+                part = summarize(fd, self.by, None, watch, start=start, end=end, keep=self.series)
                 if os.fstat(fd).st_size >= end and head_at(fd) == head:
                     total.merge(part)
                     self._position = {**self._position_of(info, head), "offset": end}
@@ -185,7 +185,7 @@ class Checkpoint:
             )
         for path in behind or []:
             try:
-                total.merge(summarize_generation(path, self.by, watch, offset))
+                total.merge(summarize_generation(path, self.by, watch, offset, self.series))
             except (OSError, EOFError) as exc:
                 raise StateError(f"cannot read {path}: {_why(exc)}") from None
             offset = 0

@@ -16,7 +16,7 @@ from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
     from typing import BinaryIO
 
     from adapters.signals import SignalWatch
@@ -26,6 +26,12 @@ SETTLE_LINES = 100_000
 """Lines read after which what waits to be counted is counted: its memory stays bounded
 whatever the lines' length (about 16 batches of the runner's usual lines)."""
 
+
+KEYS_HELD = 1000
+"""Commands or names a read keeps apart at most (the exported ones, then the busiest); the
+others are counted together under OTHER as they come. Each costs memory (an aggregate,
+about 9 KB): a command line that differs at every run (a date in an argument) made one
+per run, and 200,000 such lines took 3.4 GB."""
 
 PARALLEL_FROM = 8 << 20
 """Logs from this size (bytes) up are read by one process per core it may use."""
@@ -124,63 +130,47 @@ def summarize(
     workers: int | None = None,
     start: int = 0,
     end: int | None = None,
+    keep: Collection[str] = (),
 ) -> LogSummary:
     """Summarize [start, end) of the log (a path, or a descriptor open on it) to its end by
     default, grouping runs by "cmd" or "name"; raises OSError. A large range is read by one
-    process per core it may use (its affinity, and its cgroup's CPU quota).
+    process per core it may use (its affinity, and its cgroup's CPU quota). The keys of
+    `keep` stay apart however many others join OTHER (see KEYS_HELD).
 
     A signal that ends the run raises Interrupted between two batches.
     """
     if isinstance(log, str):
         fd = open_regular(log)
         try:
-            return summarize(fd, by, since, watch, workers, start, end)
+            return summarize(fd, by, since, watch, workers, start, end, keep)
         finally:
             os.close(fd)
     fd = log
     end = os.fstat(fd).st_size if end is None else end
     interrupted = _checker(watch)
     if end - start < PARALLEL_FROM:
-        return summarize_range(fd, start, end, by, since, interrupted)
+        return summarize_range(fd, start, end, by, since, interrupted, keep)
     if workers is None:
         from adapters.cores import usable_cores  # only for a large read
 
         workers = usable_cores()
     workers = min(workers, 32)
     if workers <= 1:
-        return summarize_range(fd, start, end, by, since, interrupted)
+        return summarize_range(fd, start, end, by, since, interrupted, keep)
     from adapters.workers import fork_map
 
-    spans = list(pairwise(_split(fd, start, end, workers * PIECES_PER_WORKER)))
+    spans = list(pairwise(batches.pieces(fd, start, end, workers * PIECES_PER_WORKER)))
 
     def piece(number: int, check: Callable[[], None]) -> LogSummary:
         start, end = spans[number]
-        return summarize_range(fd, start, end, by, since, check)
+        return summarize_range(fd, start, end, by, since, check, keep)
 
     parts = fork_map(piece, len(spans), workers, watch, keep=(fd,))
     total = parts[0]
     for part in parts[1:]:
         total.merge(part)
+        total.summary.fold(list(keep), KEYS_HELD)
     return total
-
-
-def _split(fd: int, start: int, end: int, parts: int) -> list[int]:
-    """Byte offsets that cut [start, end) of the file into `parts` pieces at line boundaries."""
-    bounds = [start]
-    for n in range(1, parts):
-        bounds.append(min(_next_line(fd, max(bounds[-1], start + (end - start) * n // parts)), end))
-    bounds.append(end)
-    return sorted(set(bounds))
-
-
-def _next_line(fd: int, position: int) -> int:
-    """The offset just past the next newline at or after `position` (or the end)."""
-    while block := os.pread(fd, 1 << 16, position):
-        cut = block.find(b"\n")
-        if cut >= 0:
-            return position + cut + 1
-        position += len(block)
-    return position
 
 
 def summarize_range(
@@ -190,17 +180,23 @@ def summarize_range(
     by: str,
     since: float | None,
     check: Callable[[], None] = lambda: None,
+    keep: Collection[str] = (),
 ) -> LogSummary:
     """Summarize the lines in [start, end) of the log open at `fd` (both at line starts, or
     the end).
 
     `check` is called between two batches (it may raise to stop the work).
     """
-    return _read(At(fd, start), end - start, by, since, check)
+    return _read(At(fd, start), end - start, by, since, check, keep)
 
 
 def summarize_stream(
-    handle: BinaryIO, by: str, since: float | None, watch: SignalWatch, skip: int = 0
+    handle: BinaryIO,
+    by: str,
+    since: float | None,
+    watch: SignalWatch,
+    skip: int = 0,
+    keep: Collection[str] = (),
 ) -> LogSummary:
     """Summarize a log read as a stream (stdin, a gzip-compressed rotated log) after `skip`
     bytes, one batch at a time in one process."""
@@ -209,7 +205,7 @@ def summarize_stream(
         if not block:
             break
         skip -= len(block)
-    return _read(handle, None, by, since, _checker(watch))
+    return _read(handle, None, by, since, _checker(watch), keep)
 
 
 def _read(
@@ -218,8 +214,10 @@ def _read(
     by: str,
     since: float | None,
     check: Callable[[], None],
+    keep: Collection[str],
 ) -> LogSummary:
     reader = LineReader(Summary(since), by)
+    kept = list(keep)
     collecting = gc.isenabled()
     gc.disable()  # reading makes millions of tuples and no cycle: the collector only costs
     try:
@@ -234,6 +232,7 @@ def _read(
             reader.malformed += skipped
             if count:
                 reader.feed(chunk, count)
+                reader.summary.fold(kept, KEYS_HELD)
     finally:
         if collecting:
             gc.enable()

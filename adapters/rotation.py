@@ -15,7 +15,7 @@ from binascii import crc32
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
     from typing import BinaryIO
 
     from adapters.logfile import LogSummary
@@ -55,15 +55,18 @@ def open_log(path: str) -> BinaryIO:
     return _Guarded(importlib.import_module(module).open(path, "rb"))  # type: ignore[return-value]
 
 
-def summarize_generation(path: str, by: str, watch: SignalWatch, skip: int = 0) -> LogSummary:
+def summarize_generation(
+    path: str, by: str, watch: SignalWatch, skip: int = 0, keep: Collection[str] = ()
+) -> LogSummary:
     """A rotated generation after `skip` bytes: a plain one split across cores as the log is,
-    a compressed one as a stream. Raises OSError, or EOFError when it is cut short."""
+    a compressed one as a stream (`keep`: see logfile.summarize). Raises OSError, or
+    EOFError when it is cut short."""
     from adapters.logfile import summarize, summarize_stream  # noqa: PLC0415 - the reader's
 
     with open_log(path) as handle:
         if isinstance(handle, io.BufferedReader):
-            return summarize(handle.fileno(), by, None, watch, start=skip)
-        return summarize_stream(handle, by, None, watch, skip=skip)
+            return summarize(handle.fileno(), by, None, watch, start=skip, keep=keep)
+        return summarize_stream(handle, by, None, watch, skip=skip, keep=keep)
 
 
 def is_compressed(path: str) -> bool:

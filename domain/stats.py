@@ -192,6 +192,26 @@ class Summary:
             del self._by_key[key]
         return True
 
+    def fold(self, keep: list[str], most: int) -> None:
+        """Keep `most` keys apart while a long read goes on (memory): those of `keep`, then the
+        busiest; the others join OTHER, their runs of one attempt as they wait, with no
+        aggregate of their own. Open runs keep their keys; saved aggregates stay as they are."""
+        live = (self._singles.keys() | self._by_key.keys()) - {OTHER}
+        if len(live) > most:
+            size = {key: len(rows) // 4 for key, rows in self._singles.items()}
+            for key, aggregate in self._by_key.items():
+                size[key] = size.get(key, 0) + aggregate.runs
+            chosen = {key for key in keep if key in live}
+            rest = sorted(live - chosen, key=lambda key: (-size[key], key))
+            chosen.update(rest[: max(0, most - len(chosen))])
+            rows: list[Any] = []
+            for key in live - chosen:
+                rows += self._singles.pop(key, ())
+                if key in self._by_key:
+                    self._aggregate(OTHER).merge(self._by_key.pop(key))
+            if rows:
+                self._singles.setdefault(OTHER, []).extend(rows)
+
     def state(self) -> dict[str, object]:
         return {
             "keys": {key: aggregate.state() for key, aggregate in self.by_key.items()},
