@@ -16,10 +16,12 @@ if TYPE_CHECKING:
 class Histogram:
     """Counts of durations (milliseconds): fine geometric buckets, and the exported ones.
 
-    `buckets[i]` counts the durations of fine bucket i (a list, grown as needed: at
-    most FINE_MAX). `le` holds one count per bound of LE_SECONDS, then one for +Inf (not
-    cumulative). Durations added wait in a list and are counted together when the
-    histogram is next read: a million lines cost C-level passes, not a million calls.
+    `buckets[i]` counts the durations of fine bucket i (at most FINE_MAX); they are kept
+    from the first one counted (`_first`) to the last, so a histogram of a few durations
+    holds a few numbers, not hundreds of zeros before them. `le` holds one count per
+    bound of LE_SECONDS, then one for +Inf (not cumulative). Durations added wait in a
+    list and are counted together when the histogram is next read: a million lines cost
+    C-level passes, not a million calls.
 
     The fine buckets of a histogram loaded from a checkpoint stay in their saved text
     (`packed`) until something reads them (a table's quantiles); what is counted in the
@@ -27,10 +29,21 @@ class Histogram:
     `stats` that reads a few new lines and exports neither decodes nor encodes them.
     """
 
-    __slots__ = ("_buckets", "_count", "_delta", "_le", "_maximum", "_packed", "_total", "pending")
+    __slots__ = (
+        "_buckets",
+        "_count",
+        "_delta",
+        "_first",
+        "_le",
+        "_maximum",
+        "_packed",
+        "_total",
+        "pending",
+    )
 
     def __init__(self) -> None:
         self._buckets: list[int] = []
+        self._first = 0
         self._packed: str | None = None
         self._delta: dict[int, int] = {}
         self._le = [0] * (len(LE_SECONDS) + 1)
@@ -58,10 +71,17 @@ class Histogram:
             for index, times in compress(zip(count(first), counts), counts):
                 delta[index] = delta.get(index, 0) + times
             return
-        buckets, end = self._buckets, first + len(counts)
+        buckets = self._buckets
+        if not buckets:
+            self._first = first
+        elif first < self._first:
+            buckets[:0] = [0] * (self._first - first)
+            self._first = first
+        start = first - self._first
+        end = start + len(counts)
         if end > len(buckets):
             buckets.extend([0] * (end - len(buckets)))
-        buckets[first:end] = map(add, buckets[first:end], counts)
+        buckets[start:end] = map(add, buckets[start:end], counts)
 
     def _add(self, placed: Placed) -> None:
         """Count durations placed in their buckets."""
@@ -74,7 +94,8 @@ class Histogram:
     def _unpack(self) -> None:
         if self._packed is not None:
             first, _, counts = self._packed.partition(":")
-            self._buckets = [0] * int(first) + (list(map(int, counts.split(","))) if counts else [])
+            self._first = int(first)
+            self._buckets = list(map(int, counts.split(","))) if counts else []
             self._packed, delta = None, self._delta
             self._delta = {}
             for index, times in delta.items():
@@ -82,17 +103,24 @@ class Histogram:
 
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
-        return [self.buckets, self.le, self.count, self.total, self.maximum]
+        first, counts = self.span()
+        return [first, counts, self.le, self.count, self.total, self.maximum]
 
     def __setstate__(self, state: list[Any]) -> None:
         self.pending, self._packed, self._delta = [], None, {}
-        self._buckets, self._le, self._count, self._total, self._maximum = state
+        self._first, self._buckets, self._le, self._count, self._total, self._maximum = state
+
+    def span(self) -> tuple[int, list[int]]:
+        """The fine buckets from the first one counted: its index, and the counts from it."""
+        self.settle()
+        self._unpack()
+        return self._first, self._buckets
 
     @property
     def buckets(self) -> list[int]:
-        self.settle()
-        self._unpack()
-        return self._buckets
+        """Every fine bucket from the first (index 0) to the last one counted."""
+        first, counts = self.span()
+        return [0] * first + counts if counts else []
 
     @property
     def le(self) -> list[int]:
@@ -115,8 +143,9 @@ class Histogram:
         return self._maximum
 
     def merge(self, other: Histogram) -> None:
-        theirs = other.buckets
-        self._fine(0, theirs)
+        first, theirs = other.span()
+        if theirs:
+            self._fine(first, theirs)
         self._le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
         self._count += other.count
         self._total += other.total
@@ -128,7 +157,8 @@ class Histogram:
             return 0.0
         rank = max(1, -int(-q * self.count // 1))  # the ceiling
         seen = 0
-        for index, times in enumerate(self.buckets):
+        first, counts = self.span()
+        for index, times in enumerate(counts, first):
             seen += times
             if seen >= rank:
                 middle = BUCKET_RATIO ** (index - 0.5) if index else 1.0
@@ -145,10 +175,10 @@ class Histogram:
         faster than a list of numbers), then what was counted beside it since."""
         self.settle()
         if self._packed is None or len(self._delta) > DELTA_MAX:
-            buckets = self.buckets
+            start, buckets = self.span()
             first = next((index for index, times in enumerate(buckets) if times), len(buckets))
-            self._packed = f"{first}:" + ",".join(map(str, buckets[first:]))
-            self._buckets = []
+            self._packed = f"{start + first}:" + ",".join(map(str, buckets[first:]))
+            self._buckets, self._first = [], 0
         delta = sorted(self._delta.items())
         return [self._packed, delta, self._le, self._count, self._total, self._maximum]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import re
 
 import pytest
@@ -216,6 +217,32 @@ def test_a_histogram_saved_and_loaded_goes_on_as_one_never_saved(
     elsewhere = _twin([])
     elsewhere.merge(saved(whole))
     assert figures(elsewhere) == figures(whole)
+
+
+@given(st.lists(durations, max_size=6))
+def test_a_histogram_counted_in_parts_in_any_order_is_the_whole(parts: list[list[int]]) -> None:
+    """Fine buckets are kept from the first one counted: parts that begin lower or higher
+    than what is there (counted, merged, or sent from a worker) fill the same buckets."""
+    whole = _twin([value for part in parts for value in part])
+    pieces = _twin([])
+    for part in reversed(parts):
+        pieces.settle()
+        for value in part:
+            pieces.add(value)
+    merged = _twin([])
+    for part in parts:
+        merged.merge(pickle.loads(pickle.dumps(_twin(part))))
+    for histogram in (pieces, merged):
+        assert figures(histogram) == figures(whole)
+        assert histogram.quantile(0.5) == whole.quantile(0.5)
+        assert histogram.state()[:1] == whole.state()[:1]
+
+
+def test_a_histogram_of_a_few_long_durations_holds_a_few_counts() -> None:
+    """Memory: one duration of an hour held some 700 zeros before it, per histogram."""
+    histogram = _twin([3_600_000])
+    first, counts = histogram.span()
+    assert (first > 700, counts) == (True, [1])
 
 
 def test_a_saved_histogram_is_written_anew_once_its_delta_is_large() -> None:
