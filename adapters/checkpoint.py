@@ -174,7 +174,10 @@ class Checkpoint:
             return 0
         offset = int(str(saved["offset"]))
         same = (info.st_dev, info.st_ino) == (saved["dev"], saved["ino"])
-        if head == saved["head"] and end >= offset and (same or head is not None):
+        if end >= offset and (
+            (head == saved["head"] and (same or head is not None))
+            or (same and saved["head"] is None)  # no first line then, or one too long to know
+        ):
             return offset  # the same log, also when copied to another disk (a new inode)
         known = saved["head"]
         behind = unread(self.log, known if isinstance(known, str) else None, info)

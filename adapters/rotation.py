@@ -127,9 +127,10 @@ def head_of(path: str) -> str | None:
 
 
 def _head(block: bytes) -> str | None:
+    """A first line of more than HEAD_MAX bytes (an inline script) is known by its start."""
     cut = block.find(b"\n")
     if cut < 0:
-        return None
+        return f"{len(block)}+:{crc32(block):08x}" if len(block) >= HEAD_MAX else None
     first = block[: cut + 1]
     return f"{len(first)}:{crc32(first):08x}"
 

@@ -298,3 +298,22 @@ def test_a_home_copied_to_another_disk_reads_on_from_where_it_stopped(
     warnings: list[str] = []
     assert counted(update(moved / "runs.jsonl", watch, warnings)) == 4
     assert warnings == []
+
+
+def test_a_log_whose_first_line_is_longer_than_its_head_is_known_after_a_rotation(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: a log is known by its first line, read up to 64 KB; one that began with a
+    longer line (an inline script of 100 KB) was known by nothing, so the lines written to
+    it between the last stats and a rotation were lost without a word."""
+    log = tmp_path / "runs.jsonl"
+    script = ["sh", "-c", "true " + "x" * 100_000]
+    log.write_bytes(attempt_line(AttemptRecord(1_800_000_000.0, script, 1, 0, 5, "long")))
+    assert counted(update(log, watch)) == 1
+    with log.open("ab") as handle:
+        handle.write(runs(0, 4))
+    log.rename(tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(4, 2))
+    assert counted(update(log, watch)) == 7
+    (tmp_path / ".runs.jsonl.stats-cmd.json").unlink()
+    assert counted(update(log, watch)) == 7
