@@ -148,8 +148,8 @@ def unread(log: str, head: str | None, current: os.stat_result) -> list[str] | N
 
 
 def history(log: str, head: str | None, current: os.stat_result) -> list[str]:
-    """Every generation beside `log` that holds a whole line, oldest first, except a copy of
-    the log itself (whose first line is `head`)."""
+    """Every generation beside `log` that begins with a whole line (or 64 KB of one), oldest
+    first, except a copy of the log itself (whose first line is `head`)."""
     found = _by_head(generations(log, current))
     return [path for path, first in found if first is not None and first != head]
 
