@@ -167,25 +167,27 @@ def _by_head(paths: list[str]) -> list[tuple[str, str | None]]:
 
 
 def generations(log: str, current: os.stat_result) -> list[str]:
-    """The rotated files beside `log`, oldest first: dated ones by name, numbered ones from
-    the highest number, and the kind left behind when logrotate's config switched (to or
-    from `dateext`) before the other; named after the log (`runs.jsonl.1`), or with its
-    extension kept, as logrotate's `extension .jsonl` names them (`runs.1.jsonl`). A
-    generation both plain and compressed (logrotate compressing it right now) is taken
-    plain, since the compressed one may be cut short; a file that is the log itself (a
-    link) is left out."""
-    dated: list[str] = []
-    numbered: list[tuple[int, str]] = []
-    for path, mark in _marked(log).items():
+    """The rotated files beside `log`, oldest first: named after the log (`runs.jsonl.1`),
+    or with its extension kept, as logrotate's `extension .jsonl` names them
+    (`runs.1.jsonl`); dated ones by name, numbered ones from the highest number. When
+    more than one naming lies beside the log (logrotate's config switched to `dateext` or
+    `extension`, or back), the one left behind is older: namings are ordered by when
+    their newest generation's first line says it began. A generation both plain and
+    compressed (logrotate compressing it right now) is taken plain, since the compressed
+    one may be cut short; a file that is the log itself (a link) is left out."""
+    namings: dict[tuple[bool, bool], list[tuple[tuple[object, ...], str]]] = {}
+    for path, (kept, mark) in _marked(log).items():
         if mark.startswith("-"):
-            dated.append(path)
+            order: tuple[object, ...] = (_plain(path), path != _plain(path))
         elif mark[1:].isdigit() and mark[1:].isascii():
-            numbered.append((int(mark[1:]), path))
-    by_date = sorted(dated, key=lambda path: (_plain(path), path != _plain(path)))
-    by_number = [path for _, path in sorted(numbered, key=lambda item: (-item[0], item[1]))]
-    ordered = by_date + by_number
-    if by_date and by_number and _NEVER < _began(by_number[-1]) < _began(by_date[-1]):
-        ordered = by_number + by_date
+            order = (-int(mark[1:]), path)
+        else:
+            continue
+        namings.setdefault((kept, not mark.startswith("-")), []).append((order, path))
+    named = [[path for _, path in sorted(found)] for _, found in sorted(namings.items())]
+    if len(named) > 1:
+        named.sort(key=lambda paths: _began(paths[-1]))  # stable: by name when no time says
+    ordered = [path for paths in named for path in paths]
     chosen: list[str] = []
     for path in ordered:
         try:
@@ -219,18 +221,19 @@ def _began(path: str) -> float:
         return _NEVER
 
 
-def _marked(log: str) -> dict[str, str]:
-    """The files named like a generation of `log`, each with what its name adds to the log's
-    (`.1`, `-20261130`), without the extension kept and the compression's suffix."""
+def _marked(log: str) -> dict[str, tuple[bool, str]]:
+    """The files named like a generation of `log`, each with whether its name keeps the
+    log's extension, and what it adds to the log's name (`.1`, `-20261130`), without that
+    extension and the compression's suffix."""
     import glob  # noqa: PLC0415 - only after a rotation
 
     stem, extension = os.path.splitext(log)
-    found: dict[str, str] = {}
+    found: dict[str, tuple[bool, str]] = {}
     for base, kept in [(log, "")] + ([(stem, extension)] if extension else []):
         for path in glob.glob(glob.escape(base) + "[-.]*" + kept + ("*" if kept else "")):
             mark = _plain(path)[len(base) :]
             if mark.endswith(kept):
-                found.setdefault(path, mark[: len(mark) - len(kept)])
+                found.setdefault(path, (bool(kept), mark[: len(mark) - len(kept)]))
     return found
 
 

@@ -317,3 +317,20 @@ def test_a_log_whose_first_line_is_longer_than_its_head_is_known_after_a_rotatio
     assert counted(update(log, watch)) == 7
     (tmp_path / ".runs.jsonl.stats-cmd.json").unlink()
     assert counted(update(log, watch)) == 7
+
+
+def test_generations_of_a_naming_left_behind_are_older_than_the_new_one_s(
+    tmp_path: Path, watch: SignalWatch
+) -> None:
+    """Regression: once logrotate took `extension .jsonl`, its `runs.1.jsonl` and the
+    `runs.jsonl.1` left behind shared a number, and the older was read again after the
+    newer. Each naming's generations keep their order; the naming left behind is older."""
+    log = tmp_path / "runs.jsonl"
+    log.write_bytes(runs(0, 5))
+    update(log, watch)
+    log.rename(tmp_path / "runs.jsonl.1")
+    log.write_bytes(runs(5, 5))
+    assert counted(update(log, watch)) == 10
+    log.rename(tmp_path / "runs.1.jsonl")
+    log.write_bytes(runs(10, 5))
+    assert counted(update(log, watch)) == 15
