@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 class Histogram:
     """Counts of durations (milliseconds): fine geometric buckets, and the exported ones.
 
-    `buckets[i]` counts the durations of fine bucket i (at most FINE_MAX); they are kept
-    from the first one counted (`_first`) to the last, so a histogram of a few durations
-    holds a few numbers, not hundreds of zeros before them. `le` holds one count per
+    The fine buckets count the durations of each fine bucket (at most FINE_MAX); they are
+    kept from the first one counted to the last (`span`), so a histogram of a few
+    durations holds a few numbers, not hundreds of zeros before them. `le` holds one count per
     bound of LE_SECONDS, then one for +Inf (not cumulative). Durations added wait in a
     list and are counted together when the histogram is next read: a million lines cost
     C-level passes, not a million calls.
@@ -115,12 +115,6 @@ class Histogram:
         self.settle()
         self._unpack()
         return self._first, self._buckets
-
-    @property
-    def buckets(self) -> list[int]:
-        """Every fine bucket from the first (index 0) to the last one counted."""
-        first, counts = self.span()
-        return [0] * first + counts if counts else []
 
     @property
     def le(self) -> list[int]:

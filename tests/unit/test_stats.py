@@ -189,7 +189,8 @@ durations = st.lists(st.integers(min_value=0, max_value=10**13), max_size=30)
 
 
 def figures(histogram: Histogram) -> tuple[object, ...]:
-    buckets = histogram.buckets
+    first, counts = histogram.span()
+    buckets = [0] * first + counts
     trimmed = buckets[: max((i + 1 for i, n in enumerate(buckets) if n), default=0)]
     return (trimmed, histogram.le, histogram.count, histogram.total, histogram.maximum)
 
