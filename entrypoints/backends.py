@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from domain.words import shell_words
+from entrypoints.wiring import SCRUBBED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -56,10 +57,8 @@ def scrubbed_environ(environ: Mapping[str, str]) -> dict[str, str]:
     (left out whole when it is no state URL at all), no RUNNER_PING_URL (a credential, and
     a runner the command starts for a step of its own must not ping the job's check), and
     no RUNNER_JOB_NAME (nor log that step's runs under the job's name)."""
-    given = dict(environ)
-    given.pop("RUNNER_PING_URL", None)
-    given.pop("RUNNER_JOB_NAME", None)
-    url = given.pop("RUNNER_STATE_URL", None)
+    given = {name: value for name, value in environ.items() if name not in SCRUBBED}
+    url = environ.get("RUNNER_STATE_URL")
     if url is not None:
         from adapters.postgres.url import StateUrl
         from domain.errors import UsageError

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from entrypoints.invocation import Invocation
 
 
+SCRUBBED = ("RUNNER_STATE_URL", "RUNNER_PING_URL", "RUNNER_JOB_NAME")
+"""What the command is not given as the runner got it (see backends.scrubbed_environ)."""
+
+
 class Wiring:
     """The real adapters."""
 
@@ -47,9 +51,7 @@ class Wiring:
         from adapters.process import PosixProcessRunner
 
         environ = os.environ if backend is None else backend.environ
-        if any(
-            name in environ for name in ("RUNNER_STATE_URL", "RUNNER_PING_URL", "RUNNER_JOB_NAME")
-        ):
+        if any(name in environ for name in SCRUBBED):
             from entrypoints.backends import scrubbed_environ
 
             environ = scrubbed_environ(environ)
