@@ -21,13 +21,16 @@ MAX_LINE_BYTES = 16 << 20
 
 
 def cut(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, int]]:
-    """Whole, non-empty lines in the next `limit` bytes (None: to the end), joined by
-    newlines, with how many there are and how many were skipped (too long to keep, or empty);
-    memory stays within BATCH_BYTES + MAX_LINE_BYTES. Runs of empty lines are counted
-    without being split one by one (a gzip of newlines costs what its size says)."""
+    """Whole lines in the next `limit` bytes (None: to the end), joined by newlines, with how
+    many there are (empty ones included: `nonblank` tells them) and how many were skipped,
+    too long to keep; memory stays within BATCH_BYTES + MAX_LINE_BYTES.
+
+    A file read by position (`At`) is read again from the start of a block's last, cut-off
+    line: no block is copied onto the tail of the one before."""
     remaining = limit
     carry = b""
     skipping = False
+    back = getattr(handle, "back", None)
     while remaining is None or remaining > 0:
         block = handle.read(BATCH_BYTES if remaining is None else min(BATCH_BYTES, remaining))
         if not block:
@@ -40,15 +43,22 @@ def cut(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, 
                 continue
             block, skipping = block[cut + 1 :], False
         last = block.rfind(b"\n")
-        chunk, count, blank = b"", 0, 0
+        chunk, count, overlong = b"", 0, 0
         if last < 0:
             carry += block
         else:
-            chunk, count, blank = _nonblank(carry + block[:last])
-            carry = block[last + 1 :]
+            tail = len(block) - last - 1
+            if back is not None and tail:
+                back(tail)
+                if remaining is not None:
+                    remaining += tail
+                tail = 0
+            chunk = block[:last] if not carry else carry + block[:last]
+            count = chunk.count(b"\n") + 1
+            carry = block[len(block) - tail :] if tail else b""
         if len(carry) > MAX_LINE_BYTES:
-            carry, skipping, blank = b"", True, blank + 1
-        yield chunk, count, blank
+            carry, skipping, overlong = b"", True, 1
+        yield chunk, count, overlong
     if carry and not skipping:
         yield carry, 1, 0
 
@@ -56,9 +66,10 @@ def cut(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, 
 _BLANKS = b"\n\n"
 
 
-def _nonblank(chunk: bytes) -> tuple[bytes, int, int]:
+def nonblank(chunk: bytes) -> tuple[bytes, int, int]:
     """`chunk` (lines joined by newlines) without its empty lines, how many lines are left,
-    and how many were empty."""
+    and how many were empty. Runs of empty lines are taken out at once, not one by one (a
+    gzip of newlines costs what its size says)."""
     total = chunk.count(b"\n") + 1
     if _BLANKS in chunk:
         chunk = re.sub(rb"\n\n+", b"\n", chunk)

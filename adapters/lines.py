@@ -16,6 +16,7 @@ import re
 import sys
 from operator import itemgetter
 
+from adapters.batches import nonblank
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
 from adapters.timestamps import parse as _parse_ts
 from domain.words import bounded, shell_words, visible
@@ -108,15 +109,20 @@ class LineReader:
         """Command lines seen to be JSON arrays (when grouping by name)."""
 
     def feed(self, chunk: bytes, count: int) -> None:
-        """Decode `count` non-empty lines joined by newlines: in one go when all are in the
-        runner's form, else one at a time."""
+        """Decode `count` lines joined by newlines, an empty one malformed: in one go when all
+        are in the runner's form, else one at a time."""
         self.lines += count
         pattern = runner_line() if count >= self.fast_from else None
         rows = [] if pattern is None else pattern.findall(chunk)
         if len(rows) == count:
             self._rows(rows)
             return
-        if not rows:  # none in the runner's form: one JSON array, unless a line is broken
+        chunk, count, blank = nonblank(chunk)
+        self.malformed += blank
+        if len(rows) == count:  # the runner's lines, and empty ones
+            self._rows(rows)
+            return
+        if not rows and count:  # none in the runner's form: one JSON array, unless one is broken
             try:
                 records = json.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
             except (ValueError, RecursionError):
@@ -125,7 +131,7 @@ class LineReader:
                 for record in records:
                     self._record(record)
                 return
-        for line in chunk.split(b"\n"):
+        for line in chunk.split(b"\n") if count else ():
             found = None if pattern is None else pattern.match(line)
             if found is not None and found.end() == len(line):
                 self._rows([found.groups()])

@@ -121,6 +121,10 @@ class At:
         self.position += len(data)
         return data
 
+    def back(self, size: int) -> None:
+        """Read the last `size` bytes again, with the next read."""
+        self.position -= size
+
 
 def summarize(
     log: str | int,

@@ -72,6 +72,17 @@ def test_every_line_the_runner_writes_is_read_fast_and_as_json_reads_it(
     same(by_feed(lines, by), by_json(lines, by))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(records | st.just(None), min_size=1, max_size=12), st.sampled_from(["cmd", "name"]))
+def test_empty_lines_among_the_runner_s_are_malformed_and_the_rest_read_fast(
+    attempts: list[AttemptRecord | None], by: str
+) -> None:
+    """A batch holds empty lines as they come (runs of them from a damaged disk): each is a
+    malformed line, and the runner's lines beside them are read as json.loads reads them."""
+    lines = [b"" if one is None else attempt_line(one).rstrip(b"\n") for one in attempts]
+    same(by_feed(lines, by), by_json(lines, by))
+
+
 PIECES = [
     *(b"", b'"', b"\\", b",", b"}", b"]", b"0", b"-", b" ", b"\x00", b"\xff", b"1e3", b"\\u0041"),
     *(b',"rc":1', b',"name":"x"', b',"delay_ms":5', b'"cmd":[1]', b"null", b"\n"),

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters import batches, logfile
 from adapters.jsonl import attempt_line
@@ -195,6 +200,31 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(
     assert found.malformed == 1
     assert sum(group.runs for group in found.summary.finished().values()) == 4
     assert max(seen) < (1 << 16) + (1 << 12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=40).map(lambda line: line.replace(b"\n", b"")), max_size=30),
+    st.booleans(),
+    st.integers(min_value=1, max_value=64),
+)
+def test_batches_hold_every_line_once_in_order(lines: list[bytes], ended: bool, size: int) -> None:
+    """Whatever the batch size and where lines fall across it (empty lines, one longer than a
+    batch, the last without its newline): read by position, or as a stream, the batches hold
+    the lines, each once, in order, and count them."""
+    data = b"\n".join(lines) + (b"\n" if ended and lines else b"")
+    expected = data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")
+    expected = expected if data else []
+    with tempfile.TemporaryFile() as log, mock.patch.object(batches, "BATCH_BYTES", size):
+        log.write(data)
+        log.flush()
+        for handle in (logfile.At(log.fileno(), 0), io.BytesIO(data)):
+            found: list[bytes] = []
+            for chunk, count, overlong in batches.cut(handle, len(data)):
+                assert overlong == 0
+                assert count == (chunk.count(b"\n") + 1 if count else 0)
+                found += chunk.split(b"\n") if count else []
+            assert found == expected
 
 
 def test_a_fifo_in_the_log_s_place_is_refused_without_blocking(
