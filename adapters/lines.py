@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
     from domain.stats import Summary
 
-_STRING = rb'"(?:[ !#-\[\]-~]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
-"""A JSON string of printable ASCII and escapes."""
+_STRING = rb'"[ !#-\[\]-~]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[ !#-\[\]-~]*+)*+"'
+"""A JSON string of printable ASCII and escapes: its plain text read in one step, each
+escape after it in one more (most strings have none; this form matches them fastest)."""
 _PLAIN = rb'"[ !#-\[\]-~]*+"'
 """A JSON string of printable ASCII, with no escape: its bytes are its text."""
 _INT = rb"-?+(?:0|[1-9][0-9]*+)"
