@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from bisect import insort
-from collections import Counter
-from itertools import compress, repeat
-from operator import add, eq, not_, truediv
 
-from domain.histogram import Histogram, add_all
+from domain.histogram import Histogram
 from domain.outcomes import OUTCOMES, outcome_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -92,40 +89,6 @@ class Aggregate:
         elif self.last_failure is None or end > self.last_failure:
             self.last_failure, self.last_failure_rc = end, rc
         self._remember(first, outcome)
-
-    def add_singles(self, flat: list[Any]) -> None:
-        """Count runs of one attempt each, given flat, four values a run: started, rc,
-        duration_ms, outcome. What `attempt` and `add` would count for each, in a few
-        C-level passes over them all (the four columns are slices)."""
-        starts, rcs, durations, outcomes = flat[0::4], flat[1::4], flat[2::4], flat[3::4]
-        count = len(starts)
-        self.runs += count
-        self.attempts += count
-        self.attempts_max = max(self.attempts_max, 1)
-        for outcome, times in Counter(outcomes).items():
-            self.outcomes[outcome] += times
-            self.attempt_outcomes[outcome] += times
-        codes = self.codes
-        for rc, times in Counter(rcs).items():
-            codes[rc] = codes.get(rc, 0) + times
-        add_all(durations, self.durations, self.attempt_durations)
-        started = max(starts)
-        last = count - 1 - starts[::-1].index(started)  # the last of those that started last
-        if self.last_run is None or started >= self.last_run:
-            self.last_run, self.last_rc = started, rcs[last]
-            self.last_duration = durations[last] / 1000
-        ends = list(map(add, starts, map(truediv, durations, repeat(1000))))
-        succeeded = list(map(eq, outcomes, repeat("success")))
-        success = max(compress(ends, succeeded), default=None)
-        if success is not None and (self.last_success is None or success > self.last_success):
-            self.last_success = success
-        failed = list(compress(range(count), map(not_, succeeded)))
-        if failed:
-            last = max(failed, key=ends.__getitem__)
-            if self.last_failure is None or ends[last] > self.last_failure:
-                self.last_failure, self.last_failure_rc = ends[last], rcs[last]
-        latest = sorted(range(count), key=starts.__getitem__)[-RECENT:]
-        self.recent = sorted(self.recent + [(starts[i], outcomes[i]) for i in latest])[-RECENT:]
 
     def _remember(self, first: float, outcome: str) -> None:
         """Keep the run in `recent` if it is among the latest: up to twice RECENT are kept,

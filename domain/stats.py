@@ -11,6 +11,7 @@ from __future__ import annotations
 from domain.aggregate import Aggregate
 from domain.outcomes import BY_RC, outcome_of
 from domain.runs import Run
+from domain.waiting import Waiting
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -31,11 +32,9 @@ class Summary:
         self.since = since
         self.open: dict[str, Run] = {}
         self._by_key: dict[str, Aggregate] = {}
-        self._singles: dict[str, list[Any]] = {}
-        """Runs of one attempt not yet counted into their aggregate, by key: started, rc,
-        duration_ms and outcome of each, one run after another in one flat list (no tuple
-        for each). Most runs are one attempt, and a log holds millions: they are counted
-        together (`Aggregate.add_singles`) when the aggregates are next read."""
+        self.waiting = Waiting()
+        """Whole runs and attempts not yet counted into their aggregates: they are counted
+        together when the aggregates are next read."""
         self.newest = 0.0
         """When the latest attempt seen started: the log's own clock."""
         self.saved: dict[str, Saved] = {}
@@ -66,12 +65,12 @@ class Summary:
     def aggregate(self, key: str) -> Aggregate:
         """The aggregate of `key`, every run counted: read if it was saved, empty if there is
         none (the others are left as they are)."""
-        rows = self._singles.pop(key, None)
-        if rows is None and key not in self._by_key and key not in self.saved:
+        waits = key in self.waiting
+        if not waits and key not in self._by_key and key not in self.saved:
             return Aggregate()
         found = self._aggregate(key)
-        if rows:
-            found.add_singles(rows)
+        if waits:
+            self.waiting.count(key, found)
         return found
 
     def last_runs(self) -> dict[str, float | None]:
@@ -81,12 +80,12 @@ class Summary:
         return found
 
     def settle(self) -> None:
-        """Count what waits to be counted: runs of one attempt, and durations (reading the
-        summary does so too; a long read does it now and then, to bound its memory)."""
-        if self._singles:
-            singles, self._singles = self._singles, {}
-            for key, rows in singles.items():
-                self._aggregate(key).add_singles(rows)
+        """Count what waits to be counted: runs, attempts and durations (reading the summary
+        does so too; a long read does it now and then, to bound its memory)."""
+        if self.waiting:
+            waiting, self.waiting = self.waiting, Waiting()
+            for key in waiting:
+                waiting.count(key, self._aggregate(key))
         for aggregate in self._by_key.values():
             aggregate.durations.settle()
             aggregate.attempt_durations.settle()
@@ -114,13 +113,16 @@ class Summary:
         run = self.open.get(run_id)
         if run is None and attempt == 1 and not waits:  # a run of one attempt: most are
             if counted:
-                rows = self._singles.get(key)
+                rows = self.waiting.singles.get(key)
                 if rows is None:
-                    rows = self._singles[key] = []
+                    rows = self.waiting.singles[key] = []
                 rows += started, rc, duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
             return
         if counted:
-            self._aggregate(key).attempt(rc, duration_ms, outcome)
+            tries = self.waiting.tries.get(key)
+            if tries is None:
+                tries = self.waiting.tries[key] = []
+            tries += duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
         if run is None:
             run = self.open[run_id] = Run(key, started, attempt)
         run.add(started, attempt, rc, duration_ms, waits, outcome)
@@ -196,21 +198,17 @@ class Summary:
         """Keep `most` keys apart while a long read goes on (memory): those of `keep`, then the
         busiest; the others join OTHER, their runs of one attempt as they wait, with no
         aggregate of their own. Open runs keep their keys; saved aggregates stay as they are."""
-        live = (self._singles.keys() | self._by_key.keys()) - {OTHER}
+        live = (self._by_key.keys() | set(self.waiting)) - {OTHER}
         if len(live) > most:
-            size = {key: len(rows) // 4 for key, rows in self._singles.items()}
+            size = {key: self.waiting.runs(key) for key in live}
             for key, aggregate in self._by_key.items():
                 size[key] = size.get(key, 0) + aggregate.runs
             chosen = {key for key in keep if key in live}
             rest = sorted(live - chosen, key=lambda key: (-size[key], key))
             chosen.update(rest[: max(0, most - len(chosen))])
-            rows: list[Any] = []
-            for key in live - chosen:
-                rows += self._singles.pop(key, ())
-                if key in self._by_key:
-                    self._aggregate(OTHER).merge(self._by_key.pop(key))
-            if rows:
-                self._singles.setdefault(OTHER, []).extend(rows)
+            self.waiting.move(live - chosen, OTHER)
+            for key in (live - chosen) & self._by_key.keys():
+                self._aggregate(OTHER).merge(self._by_key.pop(key))
 
     def state(self) -> dict[str, object]:
         return {
@@ -233,12 +231,17 @@ class Summary:
 
     def _count(self, run: Run, groups: dict[str, Aggregate] | None = None) -> None:
         """Count a whole run into its aggregate: this summary's, or one of `groups`."""
-        if self.since is None or run.first >= self.since:
-            if groups is None:
-                aggregate = self._aggregate(run.key)
-            else:
-                aggregate = groups.get(run.key) or groups.setdefault(run.key, Aggregate())
-            aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
+        if self.since is not None and run.first < self.since:
+            return
+        if groups is None:
+            rows = self.waiting.whole.get(run.key)
+            if rows is None:
+                rows = self.waiting.whole[run.key] = []
+            rc = run.last_rc
+            rows += run.first, run.last_end, rc, run.attempts, run.last_outcome or outcome_of(rc)
+            return
+        aggregate = groups.get(run.key) or groups.setdefault(run.key, Aggregate())
+        aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
 
     def _aggregate(self, key: str) -> Aggregate:
         aggregate = self._by_key.get(key)

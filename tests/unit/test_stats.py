@@ -16,6 +16,7 @@ from domain.errors import Damaged
 from domain.histogram import Histogram
 from domain.outcomes import outcome_of
 from domain.stats import OTHER, Summary
+from domain.waiting import count_attempts, count_singles, count_whole
 from tests.fakes import FakeSaved
 
 T0 = 1_800_000_000.0
@@ -330,7 +331,7 @@ singles = st.lists(
 def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
     earlier: list[tuple[float, int, int]], later: list[tuple[float, int, int]]
 ) -> None:
-    """`add_singles` (a whole batch in C-level passes) counts what `attempt` and `add` count
+    """`count_singles` (a whole batch in C-level passes) counts what `attempt` and `add` count
     run by run, over what was counted before: the last run, success and failure, and the
     latest RECENT runs, whatever the order and whatever the ties."""
     from domain.aggregate import Aggregate
@@ -341,7 +342,49 @@ def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
         for at, rc, ms, outcome in rows:
             one_by_one.attempt(rc, ms, outcome)
             one_by_one.add(rc, 1, at, at + ms / 1000, outcome)
-        together.add_singles([value for row in rows for value in row])
+        count_singles(together, [value for row in rows for value in row])
+    latest = one_by_one.recent[-RECENT:]
+    assert [at for at, _ in together.recent] == [at for at, _ in latest]
+    together.recent = latest  # runs that started in the same instant may come in either order
+    assert together.state() == one_by_one.state()
+
+
+wholes = st.lists(
+    st.tuples(
+        st.integers(0, 400).map(lambda at: T0 + at / 8),  # ties: runs begun in the same instant
+        st.integers(0, 10**7).map(lambda ms: ms / 1000),  # how long the run took, in seconds
+        st.sampled_from([0, 0, 1, 2, 124, 137, 143, 255]),
+        st.lists(st.tuples(st.sampled_from([0, 1, 124, 137]), st.integers(0, 10**8)), max_size=4),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(wholes, wholes)
+def test_retried_runs_counted_together_count_as_one_at_a_time(
+    earlier: list[tuple[float, float, int, list[tuple[int, int]]]],
+    later: list[tuple[float, float, int, list[tuple[int, int]]]],
+) -> None:
+    """`count_whole` and `count_attempts` (a batch in C-level passes) count what `add` and
+    `attempt` count run by run and attempt by attempt: attempts, retries and the longest,
+    durations, the last run, success and failure, and the latest RECENT runs."""
+    from domain.aggregate import Aggregate
+
+    one_by_one, together = Aggregate(), Aggregate()
+    for batch in (earlier, later):
+        runs: list[object] = []
+        tries: list[object] = []
+        for first, took, rc, earlier_tries in batch:
+            attempts = [*earlier_tries, (rc, round(took * 1000))]
+            for try_rc, ms in attempts:
+                one_by_one.attempt(try_rc, ms, outcome_of(try_rc))
+                tries += ms, outcome_of(try_rc)
+            one_by_one.add(rc, len(attempts), first, first + took, outcome_of(rc))
+            runs += first, first + took, rc, len(attempts), outcome_of(rc)
+        count_whole(together, runs)
+        count_attempts(together, tries)
     latest = one_by_one.recent[-RECENT:]
     assert [at for at, _ in together.recent] == [at for at, _ in latest]
     together.recent = latest  # runs that started in the same instant may come in either order
@@ -444,7 +487,7 @@ def test_reading_one_aggregate_leaves_the_others_waiting() -> None:
     for n, key in enumerate(["a", "b", "c"]):
         attempt(s, f"r{n}", key, n, 1, 0, 10, False)
     assert s.aggregate("a").runs == 1
-    assert set(s._singles) == {"b", "c"}
+    assert set(s.waiting.singles) == {"b", "c"}
     assert s.aggregate("none").runs == 0
     assert {key: group.runs for key, group in s.by_key.items()} == {"a": 1, "b": 1, "c": 1}
 
