@@ -57,6 +57,12 @@ class Histogram:
         """Count a duration of whole milliseconds."""
         self.pending.append(value)
 
+    def add_many(self, values: list[int]) -> None:
+        """Count durations of whole milliseconds: placed in their buckets with the others
+        waiting, once for all when the histogram is next read (placing costs one pass over
+        the buckets they span, however few they are)."""
+        self.pending += values
+
     def settle(self) -> None:
         """Count the pending durations into the buckets (reading it does so too)."""
         if self.pending:
@@ -230,13 +236,3 @@ def _packed(text: str) -> bool:
 def _counts(values: list[Any]) -> bool:
     """Whether `values` is a list of whole numbers, none below zero (in C-level passes)."""
     return type(values) is list and set(map(type, values)) <= {int} and min(values, default=0) >= 0
-
-
-def add_all(values: list[int], *histograms: Histogram) -> None:
-    """Count the same durations (whole milliseconds) into each histogram, placing them in
-    their buckets once for all."""
-    if values:
-        placed = Placed(values)
-        for histogram in histograms:
-            histogram.settle()
-            histogram._add(placed)

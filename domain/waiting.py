@@ -13,7 +13,6 @@ from itertools import compress, repeat
 from operator import add, eq, mul, not_, sub, truediv
 
 from domain.aggregate import RECENT
-from domain.histogram import add_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -82,11 +81,13 @@ def count_singles(aggregate: Aggregate, flat: list[Any]) -> None:
     starts, rcs, durations, outcomes = flat[0::4], flat[1::4], flat[2::4], flat[3::4]
     aggregate.attempts += len(starts)
     aggregate.attempts_max = max(aggregate.attempts_max, 1)
-    for outcome, times in Counter(outcomes).items():
+    ended = Counter(outcomes)
+    for outcome, times in ended.items():
         aggregate.attempt_outcomes[outcome] += times
-    add_all(durations, aggregate.durations, aggregate.attempt_durations)
+    aggregate.durations.add_many(durations)
+    aggregate.attempt_durations.add_many(durations)
     ends = list(map(add, starts, map(truediv, durations, repeat(1000))))
-    _count_runs(aggregate, starts, ends, rcs, durations, outcomes)
+    _count_runs(aggregate, starts, ends, rcs, durations, outcomes, ended)
 
 
 def count_whole(aggregate: Aggregate, flat: list[Any]) -> None:
@@ -99,8 +100,9 @@ def count_whole(aggregate: Aggregate, flat: list[Any]) -> None:
     aggregate.attempts_max = max(aggregate.attempts_max, most)
     spans = map(mul, map(sub, ends, firsts), repeat(1000))
     durations = list(map(max, repeat(0), map(round, spans)))
-    add_all(durations, aggregate.durations)
-    _count_runs(aggregate, firsts, ends, rcs, durations, flat[4::5])
+    aggregate.durations.add_many(durations)
+    outcomes = flat[4::5]
+    _count_runs(aggregate, firsts, ends, rcs, durations, outcomes, Counter(outcomes))
 
 
 def count_attempts(aggregate: Aggregate, flat: list[Any]) -> None:
@@ -108,7 +110,7 @@ def count_attempts(aggregate: Aggregate, flat: list[Any]) -> None:
     would count for each."""
     for outcome, times in Counter(flat[1::2]).items():
         aggregate.attempt_outcomes[outcome] += times
-    add_all(flat[0::2], aggregate.attempt_durations)
+    aggregate.attempt_durations.add_many(flat[0::2])
 
 
 def _count_runs(
@@ -118,11 +120,13 @@ def _count_runs(
     rcs: list[int],
     durations: list[int],
     outcomes: list[str],
+    ended: Counter[str],
 ) -> None:
-    """Count runs as `add` does, but their durations and attempts."""
+    """Count runs as `add` does, but their durations and attempts; `ended` counts their
+    outcomes."""
     count = len(starts)
     aggregate.runs += count
-    for outcome, times in Counter(outcomes).items():
+    for outcome, times in ended.items():
         aggregate.outcomes[outcome] += times
     codes = aggregate.codes
     for rc, times in Counter(rcs).items():
@@ -141,6 +145,16 @@ def _count_runs(
         last = max(failed, key=ends.__getitem__)
         if aggregate.last_failure is None or ends[last] > aggregate.last_failure:
             aggregate.last_failure, aggregate.last_failure_rc = ends[last], rcs[last]
-    latest = sorted(range(count), key=starts.__getitem__)[-RECENT:]
-    recent = [(starts[index], outcomes[index]) for index in latest]
+    recent = [(starts[index], outcomes[index]) for index in _latest(starts)]
     aggregate.recent = sorted(aggregate.recent + recent)[-RECENT:]
+
+
+def _latest(starts: list[float]) -> Iterable[int]:
+    """The places of the RECENT latest of `starts` (ties: the later places). A log is
+    written in order, so they are nearly always the last ones: that is checked in one
+    pass, and only otherwise are they sorted."""
+    if len(starts) <= RECENT:
+        return range(len(starts))
+    if min(starts[-RECENT:]) >= max(starts[:-RECENT]):
+        return range(len(starts) - RECENT, len(starts))
+    return sorted(range(len(starts)), key=starts.__getitem__)[-RECENT:]
