@@ -33,12 +33,18 @@ escape after it in one more (most strings have none; this form matches them fast
 _PLAIN = rb'"[ !#-\[\]-~]*+"'
 """A JSON string of printable ASCII, with no escape: its bytes are its text."""
 _INT = rb"-?+(?:0|[1-9][0-9]*+)"
+_ATTEMPT = rb"[1-9][0-9]{0,8}+"
+"""An attempt number the pattern takes: 1 to 999,999,999 (see LIMITS)."""
+_RC = rb"(?:0|[1-9][0-9]{0,2}+)"
+"""An exit code the pattern takes: 0 to 999 (the reader refuses those above 255)."""
+_MILLISECONDS = rb"(?:0|[1-9][0-9]{0,12}+)"
+"""A duration the pattern takes: 0 to 9,999,999,999,999 ms (see LIMITS)."""
 
 RUNNER_LINE_PATTERN = (
     rb'^\{"ts":"([ !#-\[\]-~]*+)"'
     rb',"cmd":(\[(?:' + _STRING + rb"(?:," + _STRING + rb")*+)?\])"
-    rb',"attempt":(' + _INT + rb'),"rc":(' + _INT + rb")"
-    rb',"duration_ms":(' + _INT + rb'),"run_id":"([ !#-\[\]-~]*+)"'
+    rb',"attempt":(' + _ATTEMPT + rb'),"rc":(' + _RC + rb")"
+    rb',"duration_ms":(' + _MILLISECONDS + rb'),"run_id":"([ !#-\[\]-~]*+)"'
     rb'(?:,"name":(' + _STRING + rb"))?"
     rb'(,"delay_ms":' + _INT + rb")?"
     rb'(?:,"token":' + _INT + rb")?"
@@ -49,7 +55,8 @@ RUNNER_LINE_PATTERN = (
 """One line in the runner's own form (possessive quantifiers: nothing is tried twice).
 Groups: ts, cmd (an array of strings), attempt, rc, duration_ms, run_id, name
 (quoted, or empty when absent), the delay_ms member (empty when absent), timed_out,
-signal (quoted or null)."""
+signal (quoted or null). The numbers it takes are within LIMITS but an rc above 255; a
+line with any other is left to json.loads, which reads it the same way."""
 
 FAST_FROM = 500
 """Lines in a batch from which the pattern is used: compiling it costs what reading about
@@ -77,7 +84,6 @@ _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 
 LIMITS = {"attempt": 1_000_000_000, "rc": 255, "duration_ms": 10**13}
 """The largest value of each number field (1 to it for attempt, 0 to it for the others)."""
-_MOST = tuple(LIMITS.values())
 
 KEYS_MAX = 100_000
 """Command lines and names whose key is remembered; past that, the memory starts over."""
@@ -135,14 +141,14 @@ class LineReader:
         for line in chunk.split(b"\n") if count else ():
             found = None if pattern is None else pattern.match(line)
             if found is not None and found.end() == len(line):
-                self._rows([found.groups()])
+                self._rows([found.groups(b"")])
             else:
                 self._record(_decode(line))
 
     def _rows(self, rows: Iterable[tuple[bytes, ...]]) -> None:
         """Lines read by the pattern."""
         add, keys, arrays, by_name = self.summary.add, self._keys, self._arrays, self.by == "name"
-        most_attempt, most_rc, most_duration = _MOST
+        most_rc = LIMITS["rc"]
         for (
             ts,
             cmd,
@@ -160,23 +166,19 @@ class LineReader:
                 if key is None or (by_name and cmd not in arrays):
                     key = self._key(cmd, name)
                 started = _parse_ts(ts.decode()).timestamp()
-                attempt = 1 if attempt_text == b"1" else int(attempt_text)
-                rc = 0 if rc_text == b"0" else int(rc_text)
-                duration = int(duration_text)
             except _BROKEN:
                 self.malformed += 1
                 continue
-            if (
-                not 1 <= attempt <= most_attempt
-                or not 0 <= rc <= most_rc
-                or not 0 <= duration <= most_duration
-            ):
+            rc = 0 if rc_text == b"0" else int(rc_text)
+            if rc > most_rc:
                 self.malformed += 1
                 continue
+            attempt = 1 if attempt_text == b"1" else int(attempt_text)
             outcome = None
             if rc == TIMEOUT_RC or rc >= SIGNALLED_RC or said:
                 outcome = _told(rc, said, signal)
-            add(run_id.decode(), key, started, attempt, rc, duration, bool(delay), outcome)
+            waits = delay != b""
+            add(run_id.decode(), key, started, attempt, rc, int(duration_text), waits, outcome)
 
     def _key(self, cmd: bytes, name: bytes) -> str:
         """The key of a line not seen before; raises TypeError or ValueError for a command
