@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.jsonl import attempt_line
-from adapters.lines import POSSESSIVE, LineReader, _decode, runner_line
+from adapters.lines import MAYBE_OBJECT, POSSESSIVE, LineReader, _decode, runner_line
 from domain.attempts import AttemptRecord
 from domain.stats import Summary
 from domain.words import KEY_MAX
@@ -81,6 +81,22 @@ def test_empty_lines_among_the_runner_s_are_malformed_and_the_rest_read_fast(
     malformed line, and the runner's lines beside them are read as json.loads reads them."""
     lines = [b"" if one is None else attempt_line(one).rstrip(b"\n") for one in attempts]
     same(by_feed(lines, by), by_json(lines, by))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.binary(max_size=12).map(lambda line: line.replace(b"\n", b""))
+    | st.builds(
+        lambda head, text: head + text.encode("utf-16-le" if head else "utf-32-le"),
+        st.sampled_from([b"", b"\xff\xfe", b"x"]),
+        st.sampled_from(['{"a":1}', "[1]", '"x"', "7", " {}"]),
+    )
+)
+def test_a_line_taken_for_no_object_is_none(line: bytes) -> None:
+    """What MAYBE_OBJECT leaves out, json.loads never reads as an object (in any encoding
+    it detects), so leaving it undecoded changes no count."""
+    if not re.fullmatch(MAYBE_OBJECT, line):
+        assert not isinstance(_decode(line), dict)
 
 
 PIECES = [

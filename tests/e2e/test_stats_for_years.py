@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -412,6 +413,39 @@ def test_a_gzip_of_newlines_costs_what_its_size_says(lab: Lab) -> None:
     assert document["groups"][0]["runs"] == 1
     assert document["malformed"] == 2 * (20 << 20)
     assert document["lines"] == 2 * (20 << 20) + 1
+
+
+def _first_read(lab: Lab, log: Path) -> tuple[dict[str, Any], float]:
+    """What a first `stats --json --log LOG` says, and the CPU seconds it took."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = lab.run("stats", "--json", "--log", str(log), timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert result.returncode == 0, result.stderr
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return json.loads(result.stdout), cpu
+
+
+def test_short_lines_that_are_not_json_objects_cost_what_their_size_says(lab: Lab) -> None:
+    """Regression: a line that cannot be an attempt (`x`, a number, a word: not a JSON
+    object) was handed to the json module one at a time, an exception each: 2.6 s of CPU a
+    megabyte of `x` lines, so a 1 MB gzip of them (a gigabyte) cost about an hour. Such
+    lines are now told apart in one pass: reading them costs no more than reading as many
+    bytes of the runner's own lines."""
+    record = (
+        b'{"ts":"2026-11-30T00:00:00.000+00:00","cmd":["x"],"attempt":1,"rc":0,'
+        b'"duration_ms":1,"run_id":"r"}\n'
+    )
+    size = 4 << 20
+    junk, runs = lab.tmp / "junk.jsonl", lab.tmp / "runs-only.jsonl"
+    junk.write_bytes(record + b"x\n" * (size // 2) + b"7\n" * 100 + b'"a"\n' * 100 + record)
+    runs.write_bytes(record * (size // len(record)))
+    document, junk_cpu = _first_read(lab, junk)
+    assert document["malformed"] == size // 2 + 200
+    assert document["groups"][0]["runs"] == 2
+    _, runs_cpu = _first_read(lab, runs)
+    assert junk_cpu < 2 * runs_cpu + 0.5
 
 
 def test_retire_after_drops_the_series_of_a_job_gone_quiet(lab: Lab) -> None:
