@@ -41,7 +41,8 @@ class Run:
         duration_ms: int,
         waits: bool,
         outcome: str | None = None,
-    ) -> None:
+    ) -> bool:
+        """Add an attempt; whether the run is now whole (see `whole`)."""
         if started < self.first:
             self.first, self.first_attempt = started, attempt
         end = started + duration_ms / 1000
@@ -49,6 +50,7 @@ class Run:
             self.last_end, self.last_rc, self.open = end, rc, waits
             self.last_outcome = outcome
         self.attempts += 1
+        return self.first_attempt == 1 and not self.open
 
     def absorb(self, other: Run) -> None:
         """Join the part of the same run seen elsewhere in the log."""

@@ -125,8 +125,7 @@ class Summary:
             tries += duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
         if run is None:
             run = self.open[run_id] = Run(key, started, attempt)
-        run.add(started, attempt, rc, duration_ms, waits, outcome)
-        if run.whole:
+        if run.add(started, attempt, rc, duration_ms, waits, outcome):
             del self.open[run_id]
             self._count(run)
 
