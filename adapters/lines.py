@@ -42,17 +42,18 @@ _MILLISECONDS = rb"(?:0|[1-9][0-9]{0,12}+)"
 
 RUNNER_LINE_PATTERN = (
     rb'^\{"ts":"([ !#-\[\]-~]*+)"'
-    rb',"cmd":(\[(?:' + _STRING + rb"(?:," + _STRING + rb")*+)?\])"
+    rb',"cmd":(\[(?:' + _STRING + rb"(?:," + _STRING + rb")*+)?+\])"
     rb',"attempt":(' + _ATTEMPT + rb'),"rc":(' + _RC + rb")"
     rb',"duration_ms":(' + _MILLISECONDS + rb'),"run_id":"([ !#-\[\]-~]*+)"'
-    rb'(?:,"name":(' + _STRING + rb"))?"
-    rb'(,"delay_ms":' + _INT + rb")?"
-    rb'(?:,"token":' + _INT + rb")?"
-    rb'(?:,"timed_out":(true|false))?'
-    rb'(?:,"signal":(' + _PLAIN + rb"|null))?"
-    rb'(?:,"ping_failed":(?:true|false))?\}$'
+    rb'(?:,"name":(' + _STRING + rb"))?+"
+    rb'(,"delay_ms":' + _INT + rb")?+"
+    rb'(?:,"token":' + _INT + rb")?+"
+    rb'(?:,"timed_out":(true|false))?+'
+    rb'(?:,"signal":(' + _PLAIN + rb"|null))?+"
+    rb'(?:,"ping_failed":(?:true|false))?+\}$'
 )
-"""One line in the runner's own form (possessive quantifiers: nothing is tried twice).
+"""One line in the runner's own form (possessive quantifiers, optional members too: nothing
+is tried twice, and an optional member costs a step, not a repeat's bookkeeping).
 Groups: ts, cmd (an array of strings), attempt, rc, duration_ms, run_id, name
 (quoted, or empty when absent), the delay_ms member (empty when absent), timed_out,
 signal (quoted or null). The numbers it takes are within LIMITS but an rc above 255; a
