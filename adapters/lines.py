@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
     from domain.stats import Summary
 
-_STRING = rb'"[ !#-\[\]-~]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[ !#-\[\]-~]*+)*+"'
-"""A JSON string of printable ASCII and escapes: its plain text read in one step, each
-escape after it in one more (most strings have none; this form matches them fastest)."""
+_STRING = rb'"[ !#-\[\]-~]*+(?:"|(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[ !#-\[\]-~]*+)++")'
+"""A JSON string of printable ASCII and escapes: its plain text read in one step, then
+its closing quote or, rarely, escapes each followed by plain text (most strings have
+none, and this form matches them with no repeat at all)."""
 _PLAIN = rb'"[ !#-\[\]-~]*+"'
 """A JSON string of printable ASCII, with no escape: its bytes are its text."""
 _INT = rb"-?+(?:0|[1-9][0-9]*+)"
@@ -42,7 +43,7 @@ _MILLISECONDS = rb"(?:0|[1-9][0-9]{0,12}+)"
 
 RUNNER_LINE_PATTERN = (
     rb'^\{"ts":"([ !#-\[\]-~]*+)"'
-    rb',"cmd":(\[(?:' + _STRING + rb"(?:," + _STRING + rb")*+)?+\])"
+    rb',"cmd":(\[(?:\]|' + _STRING + rb"(?:," + _STRING + rb")*+\]))"
     rb',"attempt":(' + _ATTEMPT + rb'),"rc":(' + _RC + rb")"
     rb',"duration_ms":(' + _MILLISECONDS + rb'),"run_id":"([ !#-\[\]-~]*+)"'
     rb'(?:,"name":(' + _STRING + rb"))?+"
