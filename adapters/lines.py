@@ -2,22 +2,22 @@
 pattern, any other line by the json module, with the same result.
 
 The runner writes every line in one form: its keys in a fixed order, no spaces, ASCII
-only. `RUNNER_LINE_PATTERN` matches exactly that form, for a whole batch at once, far faster
-than decoding JSON; what it matches, `json.loads` reads the same way (a property test
-holds the two together). A batch where any line is in another form (a hand-written
-line, another writer's, a hostile one) is read line by line, each line the fast way
-if it can be and with `json.loads` if not.
+only. `line_form.RUNNER_LINE_PATTERN` matches exactly that form, for a whole batch at
+once, far faster than decoding JSON; what it matches, `json.loads` reads the same way
+(a property test holds the two together). A batch where any line is in another form
+(a hand-written line, another writer's, a hostile one) is read line by line, each line
+the fast way if it can be and with `json.loads` if not.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from operator import itemgetter
 
 from adapters.batches import nonblank
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
+from adapters.line_form import MAYBE_OBJECT, runner_line
 from adapters.timestamps import parse as _parse_ts
 from domain.words import bounded, shell_words, visible
 
@@ -27,66 +27,9 @@ if TYPE_CHECKING:
 
     from domain.stats import Summary
 
-_STRING = rb'"[ !#-\[\]-~]*+(?:"|(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[ !#-\[\]-~]*+)++")'
-"""A JSON string of printable ASCII and escapes: its plain text read in one step, then
-its closing quote or, rarely, escapes each followed by plain text (most strings have
-none, and this form matches them with no repeat at all)."""
-_PLAIN = rb'"[ !#-\[\]-~]*+"'
-"""A JSON string of printable ASCII, with no escape: its bytes are its text."""
-_INT = rb"-?+(?:0|[1-9][0-9]*+)"
-_ATTEMPT = rb"[1-9][0-9]{0,8}+"
-"""An attempt number the pattern takes: 1 to 999,999,999 (see LIMITS)."""
-_RC = rb"(?:0|[1-9][0-9]{0,2}+)"
-"""An exit code the pattern takes: 0 to 999 (the reader refuses those above 255)."""
-_MILLISECONDS = rb"(?:0|[1-9][0-9]{0,12}+)"
-"""A duration the pattern takes: 0 to 9,999,999,999,999 ms (see LIMITS)."""
-
-RUNNER_LINE_PATTERN = (
-    rb'^\{"ts":"([ !#-\[\]-~]*+)"'
-    rb',"cmd":(\[(?:\]|' + _STRING + rb"(?:," + _STRING + rb")*+\]))"
-    rb',"attempt":(' + _ATTEMPT + rb'),"rc":(' + _RC + rb")"
-    rb',"duration_ms":(' + _MILLISECONDS + rb'),"run_id":"([ !#-\[\]-~]*+)"'
-    rb'(?:,"name":(' + _STRING + rb"))?+"
-    rb'(,"delay_ms":' + _INT + rb")?+"
-    rb'(?:,"token":' + _INT + rb")?+"
-    rb'(?:,"timed_out":(true|false))?+'
-    rb'(?:,"signal":(' + _PLAIN + rb"|null))?+"
-    rb'(?:,"ping_failed":(?:true|false))?+\}$'
-)
-"""One line in the runner's own form (possessive quantifiers, optional members too: nothing
-is tried twice, and an optional member costs a step, not a repeat's bookkeeping).
-Groups: ts, cmd (an array of strings), attempt, rc, duration_ms, run_id, name
-(quoted, or empty when absent), the delay_ms member (empty when absent), timed_out,
-signal (quoted or null). The numbers it takes are within LIMITS but an rc above 255; a
-line with any other is left to json.loads, which reads it the same way."""
-
-MAYBE_OBJECT = rb"^[^\n!-z|-~].*$"
-"""A line that may be a JSON object: one that begins with a printable character but `{`
-(a number, a word, a list: `x` or `7`) cannot be, whatever its encoding (json.loads reads
-UTF-8, and UTF-16 and UTF-32 by their null bytes), so it is malformed without being
-decoded. Decoding raised an exception for each: 2.6 s a megabyte of `x` lines."""
-
 FAST_FROM = 500
 """Lines in a batch from which the pattern is used: compiling it costs what reading about
 a thousand lines with `json` does (a `stats` that reads a few new lines never compiles it)."""
-
-POSSESSIVE = sys.version_info >= (3, 11)
-"""Whether `re` knows possessive quantifiers (Python 3.11 on). Before, the pattern cannot
-be compiled, and without them it could backtrack for ever on a hostile line: every
-line is read by the json module, the same way, only slower."""
-
-_compiled: list[re.Pattern[bytes]] = []
-
-
-def runner_line() -> re.Pattern[bytes] | None:
-    """RUNNER_LINE_PATTERN, compiled once (with `^` and `$` at each line); None before
-    Python 3.11 (see POSSESSIVE)."""
-    if not POSSESSIVE:
-        return None
-    if not _compiled:
-        _compiled.append(re.compile(RUNNER_LINE_PATTERN, re.MULTILINE))
-    return _compiled[0]
-
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 

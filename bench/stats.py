@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.jsonl import attempt_line  # noqa: E402 - after the path is set
-from adapters.lines import RUNNER_LINE_PATTERN  # noqa: E402
+from adapters.line_form import RUNNER_LINE_PATTERN  # noqa: E402
 from domain.attempts import AttemptRecord  # noqa: E402
 
 RUNNER = str(ROOT / "runner.py")

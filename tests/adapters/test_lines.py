@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.jsonl import attempt_line
-from adapters.lines import MAYBE_OBJECT, POSSESSIVE, LineReader, _decode, runner_line
+from adapters.line_form import MAYBE_OBJECT, POSSESSIVE, runner_line
+from adapters.lines import LineReader, _decode
 from domain.attempts import AttemptRecord
 from domain.stats import Summary
 from domain.words import KEY_MAX
