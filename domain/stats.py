@@ -195,7 +195,7 @@ class Summary:
 
     def fold(self, keep: list[str], most: int) -> None:
         """Keep `most` keys apart while a long read goes on (memory): those of `keep`, then the
-        busiest; the others join OTHER, their runs of one attempt as they wait, with no
+        busiest; the others join OTHER, what waits to be counted as it waits, with no
         aggregate of their own. Open runs keep their keys; saved aggregates stay as they are."""
         live = (self._by_key.keys() | set(self.waiting)) - {OTHER}
         if len(live) > most:
