@@ -520,3 +520,29 @@ def test_folding_bounds_the_keys_of_a_long_read_and_loses_no_run() -> None:
     assert s.in_progress() == {"dated 7": 1}
     s.fold(["kept"], 4)  # within bounds now: nothing moves
     assert s.finished()[OTHER].runs == after[OTHER].runs
+
+
+def test_folding_while_runs_wait_to_be_counted_loses_none() -> None:
+    """A long read folds after each batch, before what it read is counted: runs of one
+    attempt, whole retried runs and their attempts, waiting, join (other) as they wait."""
+
+    def read() -> Summary:
+        s = Summary()
+        for n in range(40):
+            attempt(s, f"d{n}", f"dated {n}", n, 1, n % 3, 5 + n, False)
+            attempt(s, f"r{n}", f"retried {n}", 100 + n, 1, 1, 5, True)
+            attempt(s, f"r{n}", f"retried {n}", 101 + n, 2, 0, 7, False)
+        return s
+
+    folded, whole = read(), read()
+    assert all((folded.waiting.singles, folded.waiting.whole, folded.waiting.tries))
+    folded.fold([], 4)
+    assert len(set(folded.waiting)) <= 5
+    after, before = folded.finished(), whole.finished()
+    assert len(after) <= 5
+    for field in ("runs", "attempts", "retried", "failures"):
+        total = sum(getattr(aggregate, field) for aggregate in before.values())
+        assert sum(getattr(aggregate, field) for aggregate in after.values()) == total
+    for histogram in ("durations", "attempt_durations"):
+        total = sum(getattr(a, histogram).total for a in before.values())
+        assert sum(getattr(a, histogram).total for a in after.values()) == total
