@@ -205,8 +205,9 @@ class Summary:
             chosen = {key for key in keep if key in live}
             rest = sorted(live - chosen, key=lambda key: (-size[key], key))
             chosen.update(rest[: max(0, most - len(chosen))])
-            self.waiting.move(live - chosen, OTHER)
-            for key in (live - chosen) & self._by_key.keys():
+            dropped = live - chosen
+            self.waiting.move(dropped, OTHER)
+            for key in [key for key in self._by_key if key in dropped]:
                 self._aggregate(OTHER).merge(self._by_key.pop(key))
 
     def state(self) -> dict[str, object]:

@@ -9,7 +9,7 @@ they come to the same figures (property tests hold the two together).
 from __future__ import annotations
 
 from collections import Counter
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import add, eq, mul, not_, sub, truediv
 
 from domain.aggregate import RECENT
@@ -44,8 +44,10 @@ class Waiting:
         return key in self.singles or key in self.whole or key in self.tries
 
     def __iter__(self) -> Iterator[str]:
-        """The keys under which something waits."""
-        return iter(self.singles.keys() | self.whole.keys() | self.tries.keys())
+        """The keys under which something waits, in the order they came (those of retried
+        runs first): not a set's order, which changes with each process's string hashing
+        and would decide which of equally busy commands a long read keeps apart."""
+        return iter(dict.fromkeys(chain(self.tries, self.whole, self.singles)))
 
     def runs(self, key: str) -> int:
         """How many runs wait under `key`."""
@@ -65,12 +67,12 @@ class Waiting:
             count_attempts(aggregate, tries)
 
     def move(self, keys: Iterable[str], to: str) -> None:
-        """What waits under each of `keys` waits under `to` instead."""
-        keys = list(keys)
+        """What waits under each of `keys` waits under `to` instead, in the order it came."""
+        keys = set(keys)
         for kind in (self.singles, self.whole, self.tries):
             rows: list[Any] = []
-            for key in keys:
-                rows += kind.pop(key, ())
+            for key in [key for key in kind if key in keys]:
+                rows += kind.pop(key)
             if rows:
                 kind.setdefault(to, []).extend(rows)
 

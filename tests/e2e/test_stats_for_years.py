@@ -415,6 +415,29 @@ def test_a_gzip_of_newlines_costs_what_its_size_says(lab: Lab) -> None:
     assert document["lines"] == 2 * (20 << 20) + 1
 
 
+def test_which_commands_stay_apart_does_not_depend_on_the_hash_seed(lab: Lab) -> None:
+    """Regression: past 1,000 commands a read keeps the busiest apart, and among commands
+    equally busy the first seen; the runs waiting to be counted were counted in the order
+    of a set of their keys, so which ones stayed apart (and what the table showed) changed
+    from one process to the next with Python's string hashing."""
+    lines = [
+        b'{"ts":"2026-11-30T00:%02d:%02d.000+00:00","cmd":["backup","--date","%d"],'
+        b'"attempt":1,"rc":0,"duration_ms":%d,"run_id":"r%d"}\n'
+        % (n // 60 % 60, n % 60, n, n % 7, n)
+        for n in range(1500)
+    ]
+    log = lab.tmp / "dated.jsonl"
+    log.write_bytes(b"".join(lines))
+    shown = []
+    for seed in ("1", "2", "3"):
+        lab.tmp.joinpath(".dated.jsonl.stats-cmd.json").unlink(missing_ok=True)
+        result = lab.run("stats", "--json", "--log", str(log), env={"PYTHONHASHSEED": seed})
+        assert result.returncode == 0, result.stderr
+        shown.append([group["cmd"] for group in json.loads(result.stdout)["groups"]])
+    assert shown[0] == shown[1] == shown[2]
+    assert "backup --date 0" in shown[0]
+
+
 def _first_read(lab: Lab, log: Path) -> tuple[dict[str, Any], float]:
     """What a first `stats --json --log LOG` says, and the CPU seconds it took."""
     import resource
