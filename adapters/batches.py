@@ -47,15 +47,14 @@ def cut(handle: BinaryIO | At, limit: int | None) -> Iterator[tuple[bytes, int, 
         if last < 0:
             carry += block
         else:
-            tail = len(block) - last - 1
-            if back is not None and tail:
-                back(tail)
-                if remaining is not None:
-                    remaining += tail
-                tail = 0
             chunk = block[:last] if not carry else carry + block[:last]
             count = chunk.count(b"\n") + 1
-            carry = block[len(block) - tail :] if tail else b""
+            carry = block[last + 1 :]
+            if back is not None and carry:  # read again with the next block, not kept
+                back(len(carry))
+                if remaining is not None:
+                    remaining += len(carry)
+                carry = b""
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping, overlong = b"", True, 1
         yield chunk, count, overlong
