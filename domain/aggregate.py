@@ -58,12 +58,6 @@ class Aggregate:
         self.last_failure_rc: int | None = None
         self.recent: list[tuple[float, str]] = []
 
-    def attempt(self, rc: int, duration_ms: int, outcome: str | None = None) -> None:
-        """Count one attempt (whatever becomes of its run); `outcome` as the log says it,
-        else read from `rc`."""
-        self.attempt_outcomes[outcome or outcome_of(rc)] += 1
-        self.attempt_durations.add(duration_ms)
-
     def add(
         self, rc: int, attempts: int, first: float, end: float, outcome: str | None = None
     ) -> None:

@@ -1,9 +1,10 @@
 """Runs and attempts read and not yet counted: held by key in flat lists, then counted into
 their aggregates together, in a few C-level passes over each list.
 
-A log holds millions of lines. Counting each as it is read (`Aggregate.add` and
-`attempt`, a call and a dozen fields each) cost more than reading it; counted together,
-they come to the same figures (property tests hold the two together).
+A log holds millions of lines. Counting each as it is read (`Aggregate.add` for a run,
+and an attempt's outcome and duration: a call and a dozen fields each) cost more than
+reading it; counted together, they come to the same figures (property tests hold the
+two together).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class Waiting:
 
 def count_singles(aggregate: Aggregate, flat: list[Any]) -> None:
     """Count runs of one attempt each, given flat, four values a run: started, rc,
-    duration_ms, outcome. What `attempt` and `add` would count for each."""
+    duration_ms, outcome. What `add` would count for each, and its attempt."""
     starts, rcs, durations, outcomes = flat[0::4], flat[1::4], flat[2::4], flat[3::4]
     aggregate.attempts += len(starts)
     aggregate.attempts_max = max(aggregate.attempts_max, 1)
@@ -108,8 +109,8 @@ def count_whole(aggregate: Aggregate, flat: list[Any]) -> None:
 
 
 def count_attempts(aggregate: Aggregate, flat: list[Any]) -> None:
-    """Count attempts, given flat, two values each: duration_ms, outcome. What `attempt`
-    would count for each."""
+    """Count attempts, given flat, two values each: duration_ms, outcome: into the attempts'
+    outcomes and durations."""
     for outcome, times in Counter(flat[1::2]).items():
         aggregate.attempt_outcomes[outcome] += times
     aggregate.attempt_durations.add_many(flat[0::2])
