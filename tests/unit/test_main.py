@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -128,3 +129,23 @@ def test_a_bad_value_through_main_is_125_and_builds_nothing(
     assert "--timeout" in capsys.readouterr().err
     assert fakes.fake_processes.calls == []
     assert fakes.fake_sink.records == []
+
+
+def test_stats_runs_with_the_cyclic_collector_off_and_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wired: Callable[..., FakeWiring]
+) -> None:
+    import gc
+
+    import entrypoints.stats
+
+    seen: list[bool] = []
+
+    def stats(*args: object) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(entrypoints.stats, "stats", stats)
+    assert gc.isenabled()
+    assert main(["stats", "--home", str(tmp_path)], wiring=wired()) == 0
+    assert seen == [False]
+    assert gc.isenabled()
