@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -44,9 +45,15 @@ def main(
     folder for a checkout; None, for the installed command and the zipapp, means
     the user's state folder (see `state_home`). `wiring` builds the adapters: the
     real ones by default, fakes in tests. The signal handlers stay in place after it
-    returns; see `exit_with`.
+    returns (see `exit_with`); the cyclic garbage collector, which stats turns off, is
+    put back.
     """
-    return _main(argv, home, wiring).status
+    collecting = gc.isenabled()
+    try:
+        return _main(argv, home, wiring).status
+    finally:
+        if collecting:
+            gc.enable()  # stats leaves it off for the process's last moments
 
 
 def launch(home: str | None) -> NoReturn:

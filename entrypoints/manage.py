@@ -19,19 +19,15 @@ def manage(
     """stats, applied, forget, locks and setup."""
     home = invocation.home or ""
     if invocation.action == "stats":
-        # With the cyclic collector off, from stats' first import to its end: it makes no
-        # cycles worth finding (a read makes millions of tuples and none; a checkpoint and
-        # an export are bounded), so each collection would only walk its modules, history
-        # and checkpoint again, 2% of a repeat's instructions.
-        collecting = gc.isenabled()
+        # The cyclic collector is off from stats' first import to the process's end (main()
+        # puts it back for a caller in the same process): stats makes no cycles worth
+        # finding (a read makes millions of tuples and none; a checkpoint and an export are
+        # bounded), so each collection would only walk its modules, history and checkpoint
+        # again. Turned back on, it would first walk all that is left as young.
         gc.disable()
-        try:
-            from entrypoints.stats import stats
+        from entrypoints.stats import stats
 
-            return stats(invocation, home, console, watch)
-        finally:
-            if collecting:
-                gc.enable()
+        return stats(invocation, home, console, watch)
     if invocation.action in ("locks", "setup"):
         from entrypoints import fleet
 
