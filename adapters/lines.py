@@ -11,10 +11,10 @@ the fast way if it can be and with `json.loads` if not.
 
 from __future__ import annotations
 
-import json
 import re
 from operator import itemgetter
 
+from adapters import cjson
 from adapters.batches import nonblank
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
 from adapters.line_form import MAYBE_OBJECT, runner_line
@@ -83,6 +83,8 @@ class LineReader:
         objects = re.findall(MAYBE_OBJECT, chunk, re.MULTILINE) if count else []
         self.malformed += count - len(objects)
         if not rows and objects:  # none in the runner's form: one JSON array, unless one is broken
+            import json  # noqa: PLC0415 - only for lines in another form
+
             try:
                 records = json.loads(b"[" + b",".join(objects) + b"]")
             except (ValueError, RecursionError):
@@ -139,12 +141,15 @@ class LineReader:
         if len(self._keys) >= KEYS_MAX or len(self._arrays) >= KEYS_MAX:
             self._keys.clear()
             self._arrays.clear()
-        words = json.loads(cmd)
+        words = cjson.loads(cmd)
         if type(words) is not list:
             raise TypeError
         if self.by == "name":
             self._arrays.add(cmd)
-            key = self._keys[name] = bounded(visible(json.loads(name))) if name else "-"
+            said = cjson.loads(name) if name else "-"
+            if type(said) is not str:
+                raise TypeError
+            key = self._keys[name] = bounded(visible(said))
             return key
         self._keys[cmd] = key = _words_key(words)
         return key
@@ -214,6 +219,8 @@ def _said(record: dict[str, object], rc: int) -> str | None:
 
 
 def _decode(line: bytes) -> object:
+    import json  # noqa: PLC0415 - only for lines in another form
+
     try:
         return json.loads(line)
     except (ValueError, RecursionError):

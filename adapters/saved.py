@@ -19,11 +19,11 @@ to run.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from binascii import crc32
 
+from adapters import cjson
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -50,7 +50,7 @@ class Kept:
 
     def wake(self) -> Aggregate:
         try:
-            state = json.loads(self.state)
+            state = cjson.loads(self.state)
             if type(state) is not dict:
                 raise TypeError(type(state).__name__)
             return Aggregate.from_state(state)
@@ -106,7 +106,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
     ValueError (or KeyError, TypeError, IndexError, AttributeError) when it is not one this
     module wrote whole; an aggregate is checked when it is read (Kept.wake)."""
     end = raw.find(b"\n")
-    first = json.loads(raw[: end if end >= 0 else len(raw)])
+    first = cjson.loads(raw[: end if end >= 0 else len(raw)])
     if type(first) is not dict:
         raise TypeError("first line")
     if first.get("version") == 7:  # one JSON document (0.5): read whole, once
@@ -118,7 +118,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
     lines = raw.split(b"\n")[1:]
-    header = json.loads(lines[0])
+    header = cjson.loads(lines[0])
     if type(header) is not dict:
         raise TypeError("header")
     if header["by"] != by:
@@ -149,16 +149,15 @@ def write(header: dict[str, object], summary: Summary) -> bytes:
             summary.aggregate(key)  # read: written below with the others
     for key, aggregate in summary.awake.items():
         keys.append([key, aggregate.last_run])
-        states.append(json.dumps(aggregate.state(), separators=(",", ":")).encode())
+        states.append(cjson.dumps(aggregate.state()))
     return sealed({**header, "keys": keys}, states)
 
 
 def sealed(header: dict[str, object], states: list[bytes]) -> bytes:
     """The file of `header` (its keys in it) and their aggregates' JSON, with the version
     and the CRC-32 put in first."""
-    rest = b"\n".join([json.dumps(header, separators=(",", ":")).encode(), *states, b""])
-    first = json.dumps({"version": VERSION, "crc": crc32(rest)}, separators=(",", ":"))
-    return first.encode() + b"\n" + rest
+    rest = b"\n".join([cjson.dumps(header), *states, b""])
+    return cjson.dumps({"version": VERSION, "crc": crc32(rest)}) + b"\n" + rest
 
 
 def _when(value: object) -> float | None:
