@@ -57,7 +57,7 @@ class Checkpoint:
         self.export: dict[str, Any] | None = None
         """The textfile written last: its path, identity, constant labels, and where its
         `lines` of each key exported under a label of its own are (see adapters.saved)."""
-        self.placed: dict[str, list[object]] | None = None
+        self.placed: dict[str, Any] | None = None
         """Where this stats' export put each key's lines (None: it exports nothing)."""
         self._written = False
         self._position: dict[str, object] | None = None
@@ -140,7 +140,7 @@ class Checkpoint:
         """Keep KEYS_MAX keys apart at most, the exported ones first, and OPEN_MAX open runs
         (see Summary.bound): the checkpoint's size does not grow with the log."""
         if total.summary.bound(self.series, KEYS_MAX, OPEN_MAX) and self.placed is not None:
-            self.placed.pop(OTHER, None)  # what joined it since it was exported
+            self.placed["keys"].pop(OTHER, None)  # what joined it since it was exported
 
     def exported(self, identity: dict[str, object], labels: list[list[str]]) -> None:
         """This stats' export was written to a textfile of `identity`, with these constant
@@ -154,7 +154,11 @@ class Checkpoint:
         if self.export is None or self._written:
             return self.export
         lines = self.export["lines"]
-        return {**self.export, "lines": {k: v for k, v in lines.items() if k in summary.saved}}
+        alone = lines.get("keys")
+        if type(alone) is not dict:
+            return None
+        kept = {key: there for key, there in alone.items() if key in summary.saved}
+        return {**self.export, "lines": {**lines, "keys": kept}}
 
     def _resume(
         self,

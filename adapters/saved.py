@@ -1,15 +1,17 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 8, "crc": …}
+    {"version": 9, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
-                "lines": {key: [label, [offset, length, …]], …}} or null, …}
+                "lines": {"keys": {key: [label, place], …},
+                          "bounds": [[offset, …], …]}} or null, …}
     {the first key's aggregate}
     …
 
 Every line is JSON, and ASCII. An aggregate is decoded only when something is added
 to it, or shown, and written back as it was read while it is unchanged; `export`
-says where the textfile written last holds each unchanged key's lines, so that they
+says where the textfile written last holds each unchanged key's lines (its place among
+the series, and where each place's lines start in each family), so that they
 are copied rather than rendered again (see entrypoints.prometheus). A `stats` that
 reads a few new lines so decodes, renders and encodes only the keys they touch,
 whatever the number of commands in the history. The first line holds the CRC-32 of
@@ -33,7 +35,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = 8
+VERSION = 9
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -113,7 +115,8 @@ def read(raw: bytes, by: str) -> Loaded | None:
         if first["by"] != by:
             return None
         return Loaded(first, Summary.from_state(first["summary"]))
-    if first.get("version") != VERSION:
+    version = first.get("version")
+    if version not in (8, VERSION):
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
@@ -134,6 +137,8 @@ def read(raw: bytes, by: str) -> Loaded | None:
     runs: dict[str, list[Any]] = header["open"]
     summary.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
     summary.newest = float(header["newest"])
+    if version == 8:  # its export says where lines are in another form: all rendered anew once
+        header["export"] = None
     return Loaded(header, summary)
 
 

@@ -3,8 +3,8 @@ exposition format wants it (labels escaped, numbers as the client libraries writ
 
 from __future__ import annotations
 
-from itertools import chain, compress, pairwise, repeat
-from operator import add, and_, eq, not_
+from itertools import compress, pairwise, repeat
+from operator import add, and_, eq, le, lt, not_
 
 from domain.outcomes import OUTCOMES
 
@@ -129,84 +129,76 @@ NAMES = [name.encode() for name, _, _ in FAMILIES]
 
 class Copy:
     """The lines of unchanged series in the textfile written before, to copy rather than
-    render: for each family, the runs of series whose lines follow one another there, each
-    copied as one slice (a few slices where nearly nothing changed).
+    render: runs of series that follow one another both there and now, each copied as one
+    slice a family (a few slices where nearly nothing changed).
 
-    `labels` are the copied series' places among the series now (ascending); `spans`, for
-    each, where its lines of each family were, [offset, length, …]. Raises ValueError when
-    they are not where a family's lines start and end.
+    `places` are the copied series' places among the series now (ascending); `olds`, each
+    one's place there; `bounds`, for each family, where each series' lines start there,
+    and where the last one's end (one more than the series). Raises ValueError when they
+    are not where a family's lines start and end.
     """
 
-    def __init__(self, old: bytes, labels: list[int], spans: list[list[int]]) -> None:
-        width = 2 * len(FAMILIES)
-        flat = list(chain.from_iterable(spans))
-        if len(flat) != width * len(spans) or not set(map(type, flat)) <= {int}:
-            raise ValueError("spans")
-        if min(flat, default=0) < 0:
-            raise ValueError("spans")
-        self.view, self.labels = memoryview(old), labels
-        self.starts: list[list[int]] = []
-        self.lengths: list[list[int]] = []
-        self.ends: list[list[int]] = []
-        """Where each series' lines of each family end, their newline included."""
-        self.runs: list[list[tuple[int, int]]] = []
-        follows = list(map(eq, map(add, labels[:-1], repeat(1)), labels[1:]))
-        for index, name in enumerate(NAMES):
-            starts, lengths = flat[2 * index :: width], flat[2 * index + 1 :: width]
-            ends = list(map(add, starts, map(add, lengths, map(bool, lengths))))
-            joined = map(and_, follows, map(eq, ends[:-1], starts[1:]))
-            cuts = [0, *compress(range(1, len(starts)), map(not_, joined)), len(starts)]
-            runs = list(pairwise(cuts)) if starts else []
-            for first, last in runs:
-                start, end = starts[first], ends[last - 1]
-                if end > len(old) or (
-                    end > start
-                    and not (old.startswith(name, start) and old.endswith(b"\n", start, end))
+    def __init__(
+        self, old: bytes, places: list[int], olds: list[int], bounds: list[list[int]]
+    ) -> None:
+        if not all(map(lt, olds[:-1], olds[1:])) or min(olds, default=0) < 0:
+            raise ValueError("places")  # in the order of the labels, there as now
+        if type(bounds) is not list or len(bounds) != len(FAMILIES):
+            raise ValueError("bounds")
+        follows = map(eq, map(add, places[:-1], repeat(1)), places[1:])
+        joined = map(and_, follows, map(eq, map(add, olds[:-1], repeat(1)), olds[1:]))
+        cuts = [0, *compress(range(1, len(places)), map(not_, joined)), len(places)]
+        self.runs = [(places[a], olds[a], b - a) for a, b in pairwise(cuts)] if places else []
+        """Each run's place now, its first series' place there, and its length in series."""
+        needed = max((first + count for _, first, count in self.runs), default=0)
+        for name, column in zip(NAMES, bounds, strict=True):
+            if not (
+                type(column) is list
+                and len(column) > needed
+                and set(map(type, column)) == {int}
+                and all(map(le, column[:-1], column[1:]))
+                and column[0] >= 0
+                and column[-1] <= len(old)
+            ):
+                raise ValueError("bounds")
+            for _, first, count in self.runs:
+                start, end = column[first], column[first + count]
+                if end > start and not (
+                    old.startswith(name, start) and old.endswith(b"\n", start, end)
                 ):
                     raise ValueError("lines")
-            self.starts.append(starts)
-            self.lengths.append(lengths)
-            self.ends.append(ends)
-            self.runs.append(runs)
+        self.places, self.view, self.bounds = places, memoryview(old), bounds
 
 
 def assemble(
     copy: Copy | None, fresh: dict[int, list[bytes]]
-) -> tuple[list[bytes | memoryview], dict[int, list[int]]]:
+) -> tuple[list[bytes | memoryview], list[list[int]]]:
     """Every family under its HELP and TYPE, the series in order: their lines copied (runs
-    of `copy`) or rendered (`fresh`, by the series' place: one string a family). And where
-    each series' lines of each family now are, by its place: [offset, length, …]."""
+    of `copy`) or rendered (`fresh`, by the series' place: one string a family). And, for
+    each family, where each series' lines now start, and where the last one's end."""
     chunks: list[bytes | memoryview] = []
-    spans: dict[int, list[int]] = {place: [] for place in fresh}
-    columns: list[list[int]] = []
+    bounds: list[list[int]] = []
+    segments = sorted([(place, -1, 0) for place in fresh] + (copy.runs if copy else []))
     at = 0
-    view = memoryview(b"") if copy is None else copy.view
     for index, (name, kind, help_text) in enumerate(FAMILIES):
         head = f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n".encode()
         chunks.append(head)
         at += len(head)
-        starts, lengths, ends = (
-            ([], [], [])
-            if copy is None
-            else (copy.starts[index], copy.lengths[index], copy.ends[index])
-        )
-        segments = [(place, -1, -1) for place in fresh]
-        if copy is not None:
-            segments += [(copy.labels[first], first, last) for first, last in copy.runs[index]]
-        shifts = []
-        for place, first, last in sorted(segments):
+        column: list[int] = []
+        for place, first, count in segments:
             if first < 0:
                 piece = fresh[place][index]
-                spans[place] += at, len(piece)
+                column.append(at)
                 if piece:
                     chunks += piece, b"\n"
                     at += len(piece) + 1
             else:
-                chunks.append(view[starts[first] : ends[last - 1]])
-                shifts.append((last - first, at - starts[first]))
-                at += ends[last - 1] - starts[first]
-        moved = chain.from_iterable(repeat(shift, count) for count, shift in shifts)
-        columns += [list(map(add, starts, moved)), lengths]
-    if copy is not None:
-        spans.update(zip(copy.labels, map(list, zip(*columns, strict=True)), strict=True))
-    return chunks, spans
+                assert copy is not None
+                there = copy.bounds[index]
+                start, end = there[first], there[first + count]
+                chunks.append(copy.view[start:end])
+                column += map(add, there[first : first + count], repeat(at - start))
+                at += end - start
+        column.append(at)
+        bounds.append(column)
+    return chunks, bounds

@@ -80,10 +80,12 @@ def render(
     log_present: bool = True,
     retire_before: float | None = None,
     before: tuple[bytes, dict[str, Any]] | None = None,
-) -> tuple[bytes, list[str], dict[str, list[object]]]:
+) -> tuple[bytes, list[str], dict[str, Any]]:
     """The textfile; the label values it exported (to remember for the next one); and
-    where it put the lines of each key exported under a label of its own: [label, [offset,
-    length, …]], one pair a family (to export them again while the key is unchanged).
+    where it put the lines of each series: `keys`, the place of each key exported under a
+    label of its own ({key: [label, place]}), and `bounds`, for each family, where each
+    place's lines start and where the last one's end (to export them again while the key
+    is unchanged).
 
     `constant` labels (--label) go on every sample, so that textfiles of several homes
     never collide; `log_present` says whether there was a log to read at all. With
@@ -100,18 +102,15 @@ def render(
     out = Text(by, constant)
     labels = sorted(keys_of.items())
     copy = None if before is None else _copy(*before, labels, history.saved.keys())
-    copied = set(() if copy is None else copy.labels)
+    copied = set(() if copy is None else copy.places)
     fresh = {
         place: [piece.encode() for piece in out.series(label, _group(history, keys))]
         for place, (label, keys) in enumerate(labels)
         if place not in copied
     }
-    chunks, spans = assemble(copy, fresh)
-    placed: dict[str, list[object]] = {
-        keys[0]: [label, spans[place]]
-        for place, (label, keys) in enumerate(labels)
-        if len(keys) == 1
-    }
+    chunks, bounds = assemble(copy, fresh)
+    alone = {keys[0]: [label, at] for at, (label, keys) in enumerate(labels) if len(keys) == 1}
+    placed: dict[str, Any] = {"keys": alone, "bounds": bounds}
     running: dict[str, int] = {}
     for key, count in history.in_progress().items():
         label = label_of(key, by) if label_of(key, by) in keys_of else OTHER
@@ -139,16 +138,19 @@ def _copy(
     """What can be copied from the textfile written before (`where` says where each key's
     lines are in it): the lines of the unchanged keys exported alone, under the label they
     were exported under then. None when anything there is amiss (all is rendered anew)."""
-    places, spans = [], []
+    alone = where.get("keys")
+    if type(alone) is not dict:
+        return None
+    places, olds = [], []
     for place, (label, keys) in enumerate(labels):
-        found = where.get(keys[0]) if len(keys) == 1 and keys[0] in unchanged else None
+        found = alone.get(keys[0]) if len(keys) == 1 and keys[0] in unchanged else None
         if type(found) is list and len(found) == 2 and found[0] == label:
             places.append(place)
-            spans.append(found[1])
-    if not all(type(found) is list for found in spans):
+            olds.append(found[1])
+    if not all(type(there) is int for there in olds):
         return None
     try:
-        return Copy(old, places, spans)
+        return Copy(old, places, olds, where.get("bounds"))  # type: ignore[arg-type]
     except ValueError:
         return None
 

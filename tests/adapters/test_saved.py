@@ -3,6 +3,7 @@ comes back the same, and what is exported again is what a full export would say.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -101,15 +102,46 @@ def test_lines_copied_from_the_textfile_before_are_what_a_full_export_says(
     assert figures(reloaded.summary) == figures(whole)
 
 
+def _moved(placed: Any, key: Any = None, bounds: Any = None) -> Any:
+    """`placed` with the job's entry, or the bounds, changed by a function."""
+    moved = copy.deepcopy(placed)
+    moved["keys"] = {"job": moved["keys"]["job"]}  # the other job is rendered anew
+    if key is not None:
+        moved["keys"]["job"] = key(moved["keys"]["job"])
+    if bounds is not None:
+        moved["bounds"] = bounds(moved["bounds"], moved["keys"]["job"][1])
+    return moved
+
+
 @pytest.mark.parametrize(
     "where",
     [
-        lambda spans: ["(other)", spans],  # another label
-        lambda spans: ["job", spans[:-2]],  # a family short
-        lambda spans: ["job", [spans[0] + 1, *spans[1:]]],  # not where a family's lines start
-        lambda spans: ["job", [*spans[:-1], spans[-1] + 10**6]],  # past the end
-        lambda spans: ["job", [-1, *spans[1:]]],
-        lambda spans: "job",
+        lambda placed: _moved(placed, key=lambda job: ["(other)", job[1]]),  # another label
+        lambda placed: _moved(placed, key=lambda job: ["job", str(job[1])]),
+        lambda placed: _moved(placed, key=lambda job: ["job", -1]),
+        lambda placed: _moved(placed, key=lambda job: "job"),
+        lambda placed: {**_moved(placed), "keys": "job"},
+        lambda placed: _moved(placed, bounds=lambda bounds, at: bounds[:-1]),  # a family short
+        lambda placed: _moved(placed, bounds=lambda bounds, at: [bounds[0][: at + 1], *bounds[1:]]),
+        lambda placed: _moved(  # not where a family's lines start
+            placed,
+            bounds=lambda bounds, at: (
+                [[n + (k == at) for k, n in enumerate(bounds[0])], *bounds[1:]]
+            ),
+        ),
+        lambda placed: _moved(  # past the end
+            placed, bounds=lambda bounds, at: [[*bounds[0][:-1], 10**9], *bounds[1:]]
+        ),
+        lambda placed: _moved(
+            placed, bounds=lambda bounds, at: [[-1, *bounds[0][1:]], *bounds[1:]]
+        ),
+        lambda placed: _moved(  # not in order
+            placed, bounds=lambda bounds, at: [bounds[0][::-1], *bounds[1:]]
+        ),
+        lambda placed: _moved(  # not whole numbers
+            placed, bounds=lambda bounds, at: [[float(n) for n in bounds[0]], *bounds[1:]]
+        ),
+        lambda placed: _moved(placed, bounds=lambda bounds, at: "bounds"),
     ],
 )
 def test_lines_are_copied_only_from_where_they_are_under_the_same_label(where: Any) -> None:
@@ -118,14 +150,29 @@ def test_lines_are_copied_only_from_where_they_are_under_the_same_label(where: A
     first, series, placed = export(history, [])
     marked = first.replace(b'env="p\trod"', b'env="p\tROD"')  # the same places: seen if copied
     loaded = through_file(history)
-    copied = export(loaded.summary, series, before=(marked, {"job": placed["job"]}))[0]
+    copied = export(loaded.summary, series, before=(marked, _moved(placed)))[0]
     fresh = b"runner_runs_in_progress"  # rendered every time, from the open runs
     lines = [line for line in first.splitlines() if b'cmd="job"' in line]
     assert copied.count(b"ROD") == len([line for line in lines if not line.startswith(fresh)])
     loaded = through_file(history)
-    text = export(loaded.summary, series, before=(marked, {"job": where(placed["job"][1])}))[0]
+    text = export(loaded.summary, series, before=(marked, where(placed)))[0]
     assert text == first
     assert set(loaded.summary.awake) == {"job", "other job"}
+
+
+def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None:
+    """Version 8 said where lines are by spans: its counts carry over, its export is
+    forgotten (every series is rendered anew once)."""
+    history = Summary()
+    replay([("job", 1, 0, 5)], history)
+    export = {"path": "/x.prom", "dev": 1, "ino": 2, "size": 3, "mtime_ns": 4, "labels": []}
+    export["lines"] = {"job": ["job", [0, 10] * 12]}
+    data = saved.write({**HEADER, "export": export}, history)
+    assert saved.read(data, "cmd").export == export  # type: ignore[union-attr]
+    loaded = saved.read(data.replace(b'"version":9', b'"version":8', 1), "cmd")
+    assert loaded is not None
+    assert loaded.export is None
+    assert figures(loaded.summary) == figures(history)
 
 
 @pytest.mark.parametrize(
