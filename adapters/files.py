@@ -9,10 +9,16 @@ CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 """A temporary file is always a new file of ours: never one planted at its name, nor a link."""
 
 
+IOV_MAX = 1024
+"""Pieces one writev takes at most (Linux's limit, and the least POSIX allows for it)."""
+
+
 def write_atomically(
-    path: str, data: bytes, mode: int = 0o644, *, durable: bool = True
+    path: str, data: bytes | list[bytes | memoryview], mode: int = 0o644, *, durable: bool = True
 ) -> os.stat_result:
     """Write a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder.
+    `data` is the file's bytes, or its pieces in order (written as they are, not joined
+    first: a large file made mostly of slices of another costs no copy of it).
 
     A reader sees the old file or the new one, never a part. Without `durable` the
     two fsyncs are left out: after a crash the file may be the old one, or empty
@@ -27,8 +33,11 @@ def write_atomically(
     fd = os.open(temporary, CREATE_NEW, 0o600)
     try:
         try:
-            if os.write(fd, data) != len(data):
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            if isinstance(data, bytes):
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            else:
+                _write_all(fd, data)
             if mode != 0o600:
                 os.fchmod(fd, mode)
             if durable:
@@ -46,6 +55,14 @@ def write_atomically(
     if durable:
         sync_folder(folder)
     return written
+
+
+def _write_all(fd: int, pieces: list[bytes | memoryview]) -> None:
+    """Write `pieces` in order; a write cut short (a full disk) raises ENOSPC."""
+    for first in range(0, len(pieces), IOV_MAX):
+        some = pieces[first : first + IOV_MAX]
+        if os.writev(fd, some) != sum(map(len, some)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def make_folders(path: str) -> None:

@@ -40,8 +40,9 @@ def check(path: str) -> None:
         )
 
 
-def write(path: str, data: bytes) -> dict[str, object]:
-    """Write the textfile whole (written again every time, so no fsync); its identity.
+def write(path: str, data: bytes | list[bytes | memoryview]) -> dict[str, object]:
+    """Write the textfile whole, from its bytes or its pieces (written again every time, so
+    no fsync); its identity.
     Raises StateError when it cannot be, or when `path` is not a file to replace (check)."""
     check(path)
     try:

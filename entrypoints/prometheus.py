@@ -80,8 +80,9 @@ def render(
     log_present: bool = True,
     retire_before: float | None = None,
     before: tuple[bytes, dict[str, Any]] | None = None,
-) -> tuple[bytes, list[str], dict[str, Any]]:
-    """The textfile; the label values it exported (to remember for the next one); and
+) -> tuple[list[bytes | memoryview], list[str], dict[str, Any]]:
+    """The textfile (its pieces, in order: the copied ones are slices of the one before);
+    the label values it exported (to remember for the next one); and
     where it put the lines of each series: `keys`, the place of each key exported under a
     label of its own ({key: [label, place]}), and `bounds`, for each family, where each
     place's lines start and where the last one's end (to export them again while the key
@@ -129,7 +130,7 @@ def render(
     out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
     out.plain("runner_stats_generated_timestamp_seconds", now)
     chunks.append(("\n".join(out.lines) + "\n").encode())
-    return b"".join(chunks), known, placed
+    return chunks, known, placed
 
 
 def _copy(

@@ -102,7 +102,7 @@ def _prepare(
     window: LogSummary | None,
     console: StreamConsole,
     now: float,
-) -> bytes | None:
+) -> list[bytes | memoryview] | None:
     """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
     the checkpoint's bound, and (unless -q) the whole history for the table. Nothing is
     written yet, so that a damaged saved aggregate can still be set aside."""
@@ -153,7 +153,7 @@ def _write_out(
     history: LogSummary,
     checkpoint: Checkpoint | None,
     console: StreamConsole,
-    data: bytes | None,
+    data: list[bytes | memoryview] | None,
 ) -> None:
     """The malformed count, the Prometheus text, and the checkpoint."""
     if history.malformed:
@@ -163,7 +163,7 @@ def _write_out(
         )
     if data is not None and invocation.prometheus is not None:
         if invocation.prometheus == "-":
-            console.answer(data.decode().removesuffix("\n"), even_quiet=True)
+            console.answer(b"".join(data).decode().removesuffix("\n"), even_quiet=True)
         else:
             from adapters import textfile
 

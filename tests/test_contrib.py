@@ -17,7 +17,7 @@ from tests.procs import ROOT
 def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
     """The textfile as text, the label values it exported, and where its series are."""
     data, known, placed = prometheus.render(history, by, **options)
-    return data.decode(), known, placed
+    return b"".join(data).decode(), known, placed
 
 
 METRIC = re.compile(r"\brunner_[a-z_]+\b")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pytest_mock import MockerFixture
 
-from adapters.files import write_atomically
+from adapters.files import IOV_MAX, _write_all, write_atomically
 
 
 def test_a_link_planted_at_the_old_temporary_name_is_not_followed(tmp_path: Path) -> None:
@@ -55,8 +55,31 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, mocker: MockerF
     mocker.patch("adapters.files.os.write", return_value=1)
     with pytest.raises(OSError, match="No space"):
         write_atomically(str(target), b"new data")
+    mocker.patch("adapters.files.os.writev", return_value=1)
+    with pytest.raises(OSError, match="No space"):
+        write_atomically(str(target), [b"new", memoryview(b" data")])
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_file_is_written_from_its_pieces_in_order_however_many(tmp_path: Path) -> None:
+    """Pieces are written as they are, beyond the most one writev takes; a full disk is
+    known whichever write falls short."""
+    whole = bytes(range(256)) * 40
+    pieces: list[bytes | memoryview] = [memoryview(whole)[n : n + 3] for n in range(0, 10240, 3)]
+    assert len(pieces) > 3 * IOV_MAX
+    write_atomically(str(tmp_path / "out"), pieces)
+    assert (tmp_path / "out").read_bytes() == whole
+
+
+def test_a_piece_cut_short_on_a_full_disk_is_an_error(tmp_path: Path) -> None:
+    """A real full disk: /dev/full takes nothing."""
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError, match="No space"):
+            _write_all(fd, [b"x", memoryview(b"yz")])
+    finally:
+        os.close(fd)
 
 
 def test_a_textfile_in_a_folder_it_may_not_write_says_the_folder_is_why(

@@ -37,9 +37,10 @@ def replay(runs: list[Run], into: Summary, first: int = 0) -> None:
 
 
 def export(history: Summary, series: list[str], **options: Any) -> Any:
-    return prometheus.render(
+    data, known, placed = prometheus.render(
         history, "cmd", malformed=0, series=series, now=T0, constant=(("env", "p\trod"),), **options
     )
+    return b"".join(data), known, placed
 
 
 def through_file(history: Summary) -> saved.Loaded:

@@ -14,7 +14,7 @@ from entrypoints import prometheus
 def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
     """The textfile as text, the label values it exported, and where its series are."""
     data, known, placed = prometheus.render(history, by, **options)
-    return data.decode(), known, placed
+    return b"".join(data).decode(), known, placed
 
 
 T0 = 1_800_000_000.0
