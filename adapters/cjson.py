@@ -55,10 +55,10 @@ def _build() -> tuple[Callable[[str, int], tuple[object, int]], Callable[[object
 _scan, _encode = _build()
 
 
-def loads(data: bytes) -> object:
+def loads(data: bytes | memoryview) -> object:
     """The value of the JSON document in `data`; ValueError when it is not one `dumps` writes
     (UnicodeDecodeError for a byte that is not ASCII)."""
-    text = data.decode("ascii")
+    text = str(data, "ascii")
     try:
         value, end = _scan(text, 0)
     except StopIteration as stop:

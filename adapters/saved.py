@@ -33,6 +33,7 @@ from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 VERSION = 9
@@ -46,7 +47,7 @@ class Kept:
 
     __slots__ = ("last_run", "state")
 
-    def __init__(self, last_run: float | None, state: bytes) -> None:
+    def __init__(self, last_run: float | None, state: bytes | memoryview) -> None:
         self.last_run = last_run
         self.state = state
 
@@ -120,17 +121,18 @@ def read(raw: bytes, by: str) -> Loaded | None:
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
-    lines = raw.split(b"\n")[1:]
-    header = cjson.loads(lines[0])
+    second = raw.find(b"\n", end + 1)
+    header = cjson.loads(memoryview(raw)[end + 1 : second if second >= 0 else len(raw)])
     if type(header) is not dict:
         raise TypeError("header")
     if header["by"] != by:
         return None
-    keys, states = header["keys"], lines[1:]
-    if not (type(keys) is list and len(states) == len(keys) + 1 and states[-1] == b""):
+    keys = header["keys"]
+    states = _lines(raw, second + 1, len(keys)) if type(keys) is list and second > 0 else None
+    if states is None:
         raise ValueError("keys")
     summary = Summary()
-    for (key, last_run), state in zip(keys, states, strict=False):
+    for (key, last_run), state in zip(keys, states, strict=True):
         if type(key) is not str or key in summary.saved:
             raise ValueError("key")
         summary.saved[key] = Kept(_when(last_run), state)
@@ -142,10 +144,23 @@ def read(raw: bytes, by: str) -> Loaded | None:
     return Loaded(header, summary)
 
 
-def write(header: dict[str, object], summary: Summary) -> bytes:
-    """The checkpoint of `header` (without its keys) and `summary`: an aggregate still as
-    the file held it is written back unchanged, the others anew."""
-    keys, states = [], []
+def _lines(raw: bytes, start: int, count: int) -> list[memoryview] | None:
+    """The `count` lines of `raw` from `start` on, without their newlines (views of `raw`, not
+    copies of it); None unless it holds that many whole lines there, and nothing after."""
+    view = memoryview(raw)
+    lines: list[memoryview] = []
+    while len(lines) < count and (end := raw.find(b"\n", start)) >= 0:
+        lines.append(view[start:end])
+        start = end + 1
+    return lines if len(lines) == count and start == len(raw) else None
+
+
+def write(header: dict[str, object], summary: Summary) -> list[bytes | memoryview]:
+    """The checkpoint of `header` (without its keys) and `summary`, as the pieces of the file
+    in order: an aggregate still as the file held it is written back unchanged (a view of
+    the file read), the others anew."""
+    keys: list[list[object]] = []
+    states: list[bytes | memoryview] = []
     for key, kept in list(summary.saved.items()):
         if isinstance(kept, Kept):
             keys.append([key, kept.last_run])
@@ -158,11 +173,18 @@ def write(header: dict[str, object], summary: Summary) -> bytes:
     return sealed({**header, "keys": keys}, states)
 
 
-def sealed(header: dict[str, object], states: list[bytes]) -> bytes:
-    """The file of `header` (its keys in it) and their aggregates' JSON, with the version
-    and the CRC-32 put in first."""
-    rest = b"\n".join([cjson.dumps(header), *states, b""])
-    return cjson.dumps({"version": VERSION, "crc": crc32(rest)}) + b"\n" + rest
+def sealed(
+    header: dict[str, object], states: Sequence[bytes | memoryview]
+) -> list[bytes | memoryview]:
+    """The pieces of the file of `header` (its keys in it) and their aggregates' JSON, with
+    the version and the CRC-32 put in first."""
+    rest: list[bytes | memoryview] = [cjson.dumps(header), b"\n"]
+    for state in states:
+        rest += state, b"\n"
+    crc = 0
+    for piece in rest:
+        crc = crc32(piece, crc)
+    return [cjson.dumps({"version": VERSION, "crc": crc}), b"\n", *rest]
 
 
 def _when(value: object) -> float | None:

@@ -44,7 +44,7 @@ def export(history: Summary, series: list[str], **options: Any) -> Any:
 
 
 def through_file(history: Summary) -> saved.Loaded:
-    loaded = saved.read(saved.write(dict(HEADER), history), "cmd")
+    loaded = saved.read(b"".join(saved.write(dict(HEADER), history)), "cmd")
     assert loaded is not None
     return loaded
 
@@ -168,7 +168,7 @@ def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None
     replay([("job", 1, 0, 5)], history)
     export = {"path": "/x.prom", "dev": 1, "ino": 2, "size": 3, "mtime_ns": 4, "labels": []}
     export["lines"] = {"job": ["job", [0, 10] * 12]}
-    data = saved.write({**HEADER, "export": export}, history)
+    data = b"".join(saved.write({**HEADER, "export": export}, history))
     assert saved.read(data, "cmd").export == export  # type: ignore[union-attr]
     loaded = saved.read(data.replace(b'"version":9', b'"version":8', 1), "cmd")
     assert loaded is not None
@@ -188,14 +188,14 @@ def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None
 def test_a_file_damaged_in_any_byte_is_refused(damage: Any) -> None:
     history = Summary()
     replay([("job", 1, 0, 5)], history)
-    data = saved.write(dict(HEADER), history)
+    data = b"".join(saved.write(dict(HEADER), history))
     assert saved.read(data, "cmd") is not None
     with pytest.raises(ValueError, match="CRC"):
         saved.read(damage(data), "cmd")
 
 
 def test_another_version_or_grouping_is_read_as_none() -> None:
-    data = saved.write(dict(HEADER), Summary())
+    data = b"".join(saved.write(dict(HEADER), Summary()))
     assert saved.read(data, "name") is None
     assert saved.read(json.dumps({"version": 6, "by": "cmd"}).encode(), "cmd") is None
 
@@ -213,3 +213,18 @@ def test_a_checkpoint_of_0_5_is_read_whole_not_set_aside() -> None:
     assert loaded.position == HEADER["position"]
     assert figures(loaded.summary) == figures(history)
     assert saved.read(json.dumps({**document, "by": "name"}).encode(), "cmd") is None
+
+
+@pytest.mark.parametrize("extra", [b"\n" * 100_000, b"{}", b"{}\n{}\n"])
+def test_lines_that_the_header_does_not_name_are_refused(extra: bytes) -> None:
+    """A file whose CRC holds (its owner can write one) with more lines, or fewer, than the
+    header has keys: refused as a whole, its lines not even cut apart."""
+    history = Summary()
+    replay([("job", 1, 0, 5)], history)
+    data = b"".join(saved.write(dict(HEADER), history))
+    header, *states = data.split(b"\n")[1:-1]
+    planted = b"".join(saved.sealed(json.loads(header), [*states, *extra.split(b"\n")]))
+    with pytest.raises(ValueError, match="keys"):
+        saved.read(planted, "cmd")
+    with pytest.raises(ValueError, match="keys"):
+        saved.read(b"".join(saved.sealed(json.loads(header), [])), "cmd")

@@ -120,7 +120,7 @@ def plant(lab: Lab, header: dict[str, object], aggregates: dict[str, object] | N
     found = aggregates or {}
     header = {**header, "keys": [[key, 1.7e9] for key in found]} if found else header
     states = [(v if isinstance(v, str) else json.dumps(v)).encode() for v in found.values()]
-    checkpoint(lab).write_bytes(saved.sealed(header, states))
+    checkpoint(lab).write_bytes(b"".join(saved.sealed(header, states)))
 
 
 @pytest.mark.parametrize(("part", "field", "value"), WRONG)
@@ -243,7 +243,7 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
     _, header, *states = checkpoint(lab).read_bytes().split(b"\n")
     assert b'"runs":1,' in states[0]
     planted = [state.replace(b'"runs":1,', b'"runs":1000000,') for state in states[:-1]]
-    checkpoint(lab).write_bytes(saved.sealed(json.loads(header), planted))
+    checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), planted)))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
     assert b"not by this user" in result.stderr
