@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from functools import partial
+from itertools import repeat
 from operator import sub
 
 BUCKET_RATIO = 1.02
@@ -29,9 +30,26 @@ LE_TEXT = (*map(_le, LE_SECONDS), "+Inf")
 """The exported bounds as the Prometheus client libraries write them."""
 
 
-FINE_BOUNDS = [int(BUCKET_RATIO**index) for index in range(FINE_MAX - 1)] + [1 << 128]
-"""The largest whole number of milliseconds in each fine bucket: a duration goes into the
-first that holds it (the last holds everything longer). Whole numbers compare faster."""
+FINE_BOUNDS: list[int] = []
+"""The largest whole number of milliseconds in each fine bucket, int(BUCKET_RATIO ** index):
+a duration goes into the first that holds it (the last, 2**128, holds everything
+longer). Whole numbers compare faster. Computed as far as the longest duration placed
+so far needs (see `fine_bounds`): each costs a float power, all of them 0.4 ms, and a
+`stats` reading a few new lines of short commands needs a few dozen."""
+_STEP = 256
+
+
+def fine_bounds(longest: int) -> list[int]:
+    """FINE_BOUNDS, computed at least up to the first bound that holds `longest`."""
+    bounds = FINE_BOUNDS
+    while len(bounds) < FINE_MAX and (not bounds or bounds[-1] < longest):
+        start = len(bounds)
+        if start == FINE_MAX - 1:
+            bounds.append(1 << 128)
+        else:
+            stop = min(start + _STEP, FINE_MAX - 1)
+            bounds += map(int, map(pow, repeat(BUCKET_RATIO), range(start, stop)))
+    return bounds
 
 
 class Placed:
@@ -47,8 +65,9 @@ class Placed:
         self.total = sum(ordered)
         self.maximum = ordered[-1]
         at_most = partial(bisect_right, ordered)
-        first, last = bisect_left(FINE_BOUNDS, ordered[0]), bisect_left(FINE_BOUNDS, ordered[-1])
-        below = [0, *map(at_most, FINE_BOUNDS[first : last + 1])]
+        bounds = fine_bounds(ordered[-1])
+        first, last = bisect_left(bounds, ordered[0]), bisect_left(bounds, ordered[-1])
+        below = [0, *map(at_most, bounds[first : last + 1])]
         self.first = first
         self.fine = list(map(sub, below[1:], below))
         below = [0, *map(at_most, LE_MS), self.count]

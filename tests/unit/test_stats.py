@@ -6,12 +6,14 @@ import json
 import math
 import pickle
 import re
+from bisect import bisect_left
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.aggregate import RECENT, Aggregate
+from domain.buckets import FINE_MAX, Placed, fine_bounds
 from domain.errors import Damaged
 from domain.histogram import Histogram
 from domain.outcomes import outcome_of
@@ -552,3 +554,22 @@ def test_folding_while_runs_wait_to_be_counted_loses_none() -> None:
     for histogram in ("durations", "attempt_durations"):
         total = sum(getattr(a, histogram).total for a in before.values())
         assert sum(getattr(a, histogram).total for a in after.values()) == total
+
+
+def test_fine_bounds_are_the_formula_computed_only_as_far_as_needed() -> None:
+    """Each fine bound is int(1.02 ** index), the last 2**128 (it holds anything longer);
+    a process that places only short durations computes a few hundred of the 2,000."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, '.');"
+        "from domain.buckets import FINE_BOUNDS, Placed;"
+        "Placed([3, 40, 7]); print(len(FINE_BOUNDS))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 0 < int(shown.stdout) <= 256
+    everything = fine_bounds(1 << 200)  # past the last: ends, whole
+    assert everything == [int(1.02**index) for index in range(FINE_MAX - 1)] + [1 << 128]
+    assert fine_bounds(5) is everything
+    assert Placed([10**13]).first == bisect_left(everything, 10**13)
