@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import cjson
+from tests.procs import ROOT
 
 SCALARS = (
     st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats() | st.text(max_size=8)
@@ -94,7 +95,7 @@ def test_stats_reads_a_checkpoint_without_the_json_package() -> None:
     import subprocess
 
     code = (
-        "import sys; sys.path.insert(0, '.');"
+        f"import sys; sys.path.insert(0, {ROOT!r});"
         "import adapters.saved, adapters.lines, adapters.checkpoint, entrypoints.stats;"
         "print('json' in sys.modules)"
     )

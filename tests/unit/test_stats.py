@@ -20,6 +20,7 @@ from domain.outcomes import outcome_of
 from domain.stats import OTHER, Summary
 from domain.waiting import count_attempts, count_singles, count_whole
 from tests.fakes import FakeSaved
+from tests.procs import ROOT
 
 T0 = 1_800_000_000.0
 
@@ -563,7 +564,7 @@ def test_fine_bounds_are_the_formula_computed_only_as_far_as_needed() -> None:
     import sys
 
     code = (
-        "import sys; sys.path.insert(0, '.');"
+        f"import sys; sys.path.insert(0, {ROOT!r});"
         "from domain.buckets import FINE_BOUNDS, Placed;"
         "Placed([3, 40, 7]); print(len(FINE_BOUNDS))"
     )
