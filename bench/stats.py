@@ -10,7 +10,8 @@ hours, timeouts and signals among the failures. Figures: the first read (no
 checkpoint) and its peak RSS; DuckDB's `read_json` and `GROUP BY` over the same file,
 interleaved with it, when the `duckdb` module is installed (an optional benchmark
 dependency, never the runner's); a repeat after 1,000 new lines with 10,000 distinct
-commands in the history, against `run -- true`, and the floor of such a repeat (what
+commands in the history, against `run -- true` (in wall time, and in CPU time taken
+run by run, which a VM's changing speed moves less), and the floor of such a repeat (what
 no repeat can skip, nothing counted); how long SIGTERM takes to end a
 stats, at moments sampled across a whole first read; and the peak RSS of a first read
 of as many of the shortest lines the runner writes (the most that wait to be counted).
@@ -108,8 +109,9 @@ def _outcome(rng: random.Random, *, fails: bool) -> tuple[int, bool, int | None]
     return rng.choice((1, 1, 1, 2, 75)), False, None
 
 
-def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one run."""
+def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user and system, with the children it
+    waited for) of one run."""
     began = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -118,7 +120,7 @@ def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     if process.returncode != 0:
         assert process.stderr is not None
         raise SystemExit(f"bench: {argv[2:]} failed: {process.stderr.read().decode()}")
-    return took, usage.ru_maxrss / 1024
+    return took, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def duckdb_query(log: Path) -> tuple[float, float] | None:
@@ -152,7 +154,7 @@ def first_read(log: Path, reps: int, env: dict[str, str]) -> dict[str, Any]:
     ours, rss, theirs, query = [], [], [], []
     for rep in range(reps + 1):
         checkpoint.unlink(missing_ok=True)
-        took, peak = spawn([sys.executable, RUNNER, "stats", "--json"], env)
+        took, peak, _ = spawn([sys.executable, RUNNER, "stats", "--json"], env)
         duck = duckdb_query(log)
         if rep == 0:
             continue
@@ -244,7 +246,7 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
     prom = home / "runner.prom"
     cron = [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(prom)]
     spawn(cron, env)
-    ours, floor, bare, loaded = [], [], [], []
+    ours, floor, bare, loaded, cpu = [], [], [], [], []
     for rep in range(reps):
         added = b"".join(
             attempt_line(
@@ -263,10 +265,13 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
             handle.write(added)
         least = [sys.executable, "-c", REPEAT_FLOOR, str(home), RUNNER_LINE_PATTERN.decode()]
         least.append(str(len(added)))
-        ours.append(spawn(cron, env)[0])
+        took, _, used = spawn(cron, env)
+        ours.append(took)
         bare.append(spawn(least, env)[0])
         loaded.append(spawn([*least, str(ROOT)], env)[0])
-        floor.append(spawn([sys.executable, RUNNER, "run", "--", "true"], env)[0])
+        took, _, started = spawn([sys.executable, RUNNER, "run", "--", "true"], env)
+        floor.append(took)
+        cpu.append(used / started)
     start_up = statistics.median(floor)
     return {
         "repeat_commands": commands,
@@ -274,6 +279,7 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
         "repeat_ms": statistics.median(ours) * 1000,
         "run_start_up_ms": start_up * 1000,
         "repeat_ratio": statistics.median(ours) / start_up,
+        "repeat_cpu_ratio": statistics.median(cpu),
         "repeat_target_ratio": 1.5,
         "repeat_floor_ratio": statistics.median(bare) / start_up,
         "repeat_floor_code_ratio": statistics.median(loaded) / start_up,
@@ -322,6 +328,7 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     plain = repeat(home, 3 if reps == 1 else 21, local, commands=0)
     found["repeat_plain_ms"] = plain["repeat_ms"]
     found["repeat_plain_ratio"] = plain["repeat_ratio"]
+    found["repeat_plain_cpu_ratio"] = plain["repeat_cpu_ratio"]
     found["repeat_plain_floor_ratio"] = plain["repeat_floor_ratio"]
     found["repeat_plain_floor_code_ratio"] = plain["repeat_floor_code_ratio"]
     found.update(repeat(home, 3 if reps == 1 else 21, local))
@@ -377,6 +384,11 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
             "... / run -- true start-up",
             f"{found['repeat_ratio']:.2f}x",
             f"<= {found['repeat_target_ratio']}x",
+        ),
+        (
+            "... the same in CPU time (user and system), 50 / 10,000 more commands",
+            f"{found['repeat_plain_cpu_ratio']:.2f}x / {found['repeat_cpu_ratio']:.2f}x",
+            "",
         ),
         (
             "... a repeat's floor (Python, its standard modules, reads, pattern, writes)",
