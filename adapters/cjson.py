@@ -4,8 +4,9 @@ what `stats`' imports cost when it reads a few new lines and rewrites its checkp
 
 `dumps` writes what `json.dumps(value, separators=(",", ":"))` writes. `loads` reads a
 document that `dumps` could have written: ASCII, with no space around it (anything else
-raises ValueError); what it reads, `json.loads` reads the same way. An interpreter
-without the C module (or with another form of it) is served by the json package itself.
+raises ValueError); what it reads, `json.loads` reads the same way. `each_line` reads
+lines of a log one by one, as `json.loads` reads each. An interpreter without the C
+module (or with another form of it) is served by the json package itself.
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ def loads(data: bytes | memoryview) -> object:
     (UnicodeDecodeError for a byte that is not ASCII)."""
     text = str(data, "ascii")
     try:
-        value, end = _scan(text, 0)
+        try:
+            value, end = _scan(text, 0)
+        except SystemError:
+            value, end = _reported(text)
     except StopIteration as stop:
         raise ValueError(f"no JSON value at {stop.value}") from None
     if end != len(text):
@@ -68,7 +72,37 @@ def loads(data: bytes | memoryview) -> object:
     return value
 
 
+def _reported(text: str) -> tuple[object, int]:
+    """Read `text` again once json.decoder is imported: before Python 3.13 the C reader
+    raises a syntax error as json.decoder.JSONDecodeError, which it finds only when that
+    module has been imported; before, it fails with a SystemError that says nothing. Only
+    a malformed document pays for the import (`each_line` leaves such a line to json.loads)."""
+    import json.decoder  # noqa: PLC0415, F401 - only for a malformed document
+
+    return _scan(text, 0)
+
+
 def dumps(value: object) -> bytes:
     """`value` as compact ASCII JSON; TypeError for what JSON cannot hold, ValueError for a
     value that holds itself."""
     return _encode(value).encode()
+
+
+def each_line(chunk: bytes) -> list[object]:
+    """The value of each line of `chunk` (lines joined by newlines) that is one JSON document
+    from its first byte to its last, in UTF-8: what `json.loads` reads from that line. None
+    for any other line (and for `null`): json.loads may still read it (spaces around it, a
+    byte order mark, UTF-16), so its caller asks json.loads. Each line is read alone: a
+    value that runs across lines is none."""
+    try:
+        lines = str(chunk, "utf-8").split("\n")
+    except UnicodeDecodeError:
+        return [None] * (chunk.count(b"\n") + 1)
+    values: list[object] = []
+    for line in lines:
+        try:
+            value, end = _scan(line, 0)
+        except (StopIteration, ValueError, RecursionError, SystemError):  # see _reported
+            value, end = None, -1
+        values.append(value if end == len(line) else None)
+    return values

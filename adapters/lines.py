@@ -82,17 +82,11 @@ class LineReader:
             return
         objects = re.findall(MAYBE_OBJECT, chunk, re.MULTILINE) if count else []
         self.malformed += count - len(objects)
-        if not rows and objects:  # none in the runner's form: one JSON array, unless one is broken
-            import json  # noqa: PLC0415 - only for lines in another form
-
-            try:
-                records = json.loads(b"[" + b",".join(objects) + b"]")
-            except (ValueError, RecursionError):
-                records = [_decode(line) for line in objects]
-            if len(records) == len(objects):
-                for record in records:
-                    self._record(record)
-                return
+        if not rows and objects:  # none in the runner's form: each line read alone
+            values = cjson.each_line(b"\n".join(objects))
+            for line, value in zip(objects, values, strict=True):
+                self._record(_decode(line) if value is None else value)
+            return
         for line in objects:
             found = None if pattern is None else pattern.match(line)
             if found is not None and found.end() == len(line):

@@ -103,3 +103,61 @@ def test_stats_reads_a_checkpoint_without_the_json_package() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert shown.strip() == "False"
+
+
+PIECES = '{}[],:"\\ 0123456789.eE+-truefalsnNIfiy\x00\x01\t\r\xe9\ufeff'
+LINE = st.text(alphabet=PIECES, max_size=16)
+"""A line of JSON's pieces, and what json.loads may still read around them: spaces, a NUL,
+a byte order mark."""
+
+
+@pytest.mark.usefixtures("either")
+@given(st.lists(LINE.map(str.encode) | st.binary(max_size=8), min_size=1, max_size=6))
+def test_each_line_reads_what_json_loads_reads_from_that_line(lines: list[bytes]) -> None:
+    lines = [line.replace(b"\n", b"") for line in lines]
+    values = cjson.each_line(b"\n".join(lines))
+    assert len(values) == len(lines)
+    for line, value in zip(lines, values, strict=True):
+        if value is not None:
+            assert same(value, json.loads(line))
+
+
+@pytest.mark.usefixtures("either")
+@given(st.lists(VALUES, min_size=1, max_size=5), st.booleans())
+def test_each_line_reads_every_line_json_dumps_writes(values: list[object], ascii: bool) -> None:
+    """In UTF-8 too, not only in ASCII: a log holds lines of other writers."""
+    lines = [json.dumps(value, ensure_ascii=ascii, separators=(",", ":")) for value in values]
+    read = cjson.each_line("\n".join(lines).encode())
+    assert all(same(got, value) for got, value in zip(read, values, strict=True))
+
+
+@pytest.mark.usefixtures("either")
+def test_each_line_is_read_alone() -> None:
+    """A value cut across two lines is none (lines beside a line of two objects once made as
+    many values as lines when they were read as one array); a chunk that is not UTF-8 is
+    left whole to json.loads."""
+    assert cjson.each_line(b'{"a":[1,\n2]}\n{"b":1},{"c":1}\n{"d":1}\n') == [
+        *(None, None, None),
+        {"d": 1},
+        None,
+    ]
+    assert cjson.each_line(b'{"a":1}\n\xff\n2') == [None, None, None]
+
+
+@pytest.mark.parametrize("data", [b"{", b'"\\x"', b"[1}", b'{"a" 1}'])
+def test_a_syntax_error_is_a_value_error_before_json_is_imported(data: bytes) -> None:
+    """Regression: before Python 3.13 the C reader raises its syntax errors through
+    json.decoder, found only once imported: without it, a SystemError (an internal error on
+    a checkpoint or a log line that is not JSON). In a fresh interpreter, as stats runs."""
+    import subprocess
+
+    code = (
+        f"import sys; sys.path.insert(0, {ROOT!r}); from adapters import cjson\n"
+        "print(cjson.each_line(sys.argv[1].encode() + b'\\n1'))\n"
+        "try: cjson.loads(sys.argv[1].encode())\n"
+        "except ValueError as error: print(type(error).__name__)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, data.decode()], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.split() == ["[None,", "1]", "JSONDecodeError"]

@@ -256,3 +256,16 @@ def test_a_timestamp_that_is_none_is_malformed_on_every_python(stamp: str) -> No
         {"ts": stamp, "cmd": ["job"], "attempt": 1, "rc": 0, "duration_ms": 1, "run_id": "r"}
     ).encode()
     assert by_json([line], "cmd").malformed == 1
+
+
+@pytest.mark.parametrize("by", ["cmd", "name"])
+def test_lines_that_are_json_only_when_joined_are_each_malformed(by: str) -> None:
+    """Regression: a batch of lines in no runner form was decoded as one JSON array, trusted
+    when it held as many values as there were lines. An object cut across two lines, beside
+    a line of two objects, made three runs of three malformed lines."""
+    whole = LINE.decode()
+    cut = whole[:-1] + ',"x":[{}'
+    lines = [cut.encode(), b"{}]}", f"{whole},{whole}".encode()]
+    for reader in (by_json(lines, by), by_feed(lines, by)):
+        assert (reader.lines, reader.malformed) == (3, 3)
+        assert reader.summary.finished() == {}
