@@ -4,7 +4,6 @@ pieces at line boundaries, for one process each."""
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -71,6 +70,8 @@ def nonblank(chunk: bytes) -> tuple[bytes, int, int]:
     gzip of newlines costs what its size says)."""
     total = chunk.count(b"\n") + 1
     if _BLANKS in chunk:
+        import re  # noqa: PLC0415 - only for a batch with empty lines
+
         chunk = re.sub(rb"\n\n+", b"\n", chunk)
     chunk = chunk.strip(b"\n")
     count = chunk.count(b"\n") + 1 if chunk else 0

@@ -9,8 +9,11 @@ hold the two together); `lines` reads any other line with `json.loads`.
 
 from __future__ import annotations
 
-import re
 import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    import re
 
 _STRING = rb'"[ !#-\[\]-~]*+(?:"|(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[ !#-\[\]-~]*+)++")'
 """A JSON string of printable ASCII and escapes: its plain text read in one step, then
@@ -67,5 +70,7 @@ def runner_line() -> re.Pattern[bytes] | None:
     if not POSSESSIVE:
         return None
     if not _compiled:
+        import re  # noqa: PLC0415 - only for a long read (see lines.FAST_FROM)
+
         _compiled.append(re.compile(RUNNER_LINE_PATTERN, re.MULTILINE))
     return _compiled[0]

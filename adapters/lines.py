@@ -6,12 +6,13 @@ only. `line_form.RUNNER_LINE_PATTERN` matches exactly that form, for a whole bat
 once, far faster than decoding JSON; what it matches, `json.loads` reads the same way
 (a property test holds the two together). A batch where any line is in another form
 (a hand-written line, another writer's, a hostile one) is read line by line, each line
-the fast way if it can be and with `json.loads` if not.
+the fast way if it can be and with `json.loads` if not. A batch of a few lines (a
+`stats` that reads what was added since the last) is read line by line with the json
+module's C reader, without compiling the pattern or importing `re`.
 """
 
 from __future__ import annotations
 
-import re
 from operator import itemgetter
 
 from adapters import cjson
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
     from domain.stats import Summary
 
-FAST_FROM = 500
-"""Lines in a batch from which the pattern is used: compiling it costs what reading about
-a thousand lines with `json` does (a `stats` that reads a few new lines never compiles it)."""
+FAST_FROM = 1000
+"""Lines in a batch from which the pattern is used: importing `re` and compiling the pattern
+cost what reading about a thousand lines with `json` does (a `stats` that reads a few
+new lines does neither)."""
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 
@@ -65,12 +67,17 @@ class LineReader:
         string, or empty when absent)."""
         self._arrays: set[bytes] = set()
         """Command lines seen to be JSON arrays (when grouping by name)."""
+        self._words: dict[tuple[str, ...], str] = {}
+        """The key of each command line decoded by the json module, by its words."""
 
     def feed(self, chunk: bytes, count: int) -> None:
         """Decode `count` lines joined by newlines, an empty one malformed: in one go when all
         are in the runner's form, else one at a time."""
         self.lines += count
-        pattern = runner_line() if count >= self.fast_from else None
+        if count < self.fast_from:
+            self._few(chunk, count)
+            return
+        pattern = runner_line()
         rows = [] if pattern is None else pattern.findall(chunk)
         if len(rows) == count:
             self._rows(rows)
@@ -80,12 +87,12 @@ class LineReader:
         if len(rows) == count:  # the runner's lines, and empty ones
             self._rows(rows)
             return
+        import re  # noqa: PLC0415 - only for a long read, with the pattern
+
         objects = re.findall(MAYBE_OBJECT, chunk, re.MULTILINE) if count else []
         self.malformed += count - len(objects)
-        if not rows and objects:  # none in the runner's form: each line read alone
-            values = cjson.each_line(b"\n".join(objects))
-            for line, value in zip(objects, values, strict=True):
-                self._record(_decode(line) if value is None else value)
+        if not rows and objects:  # none in the runner's form
+            self._each(objects, cjson.each_line(b"\n".join(objects)))
             return
         for line in objects:
             found = None if pattern is None else pattern.match(line)
@@ -93,6 +100,17 @@ class LineReader:
                 self._rows([found.groups(b"")])
             else:
                 self._record(_decode(line))
+
+    def _few(self, chunk: bytes, count: int) -> None:
+        """`count` lines, each decoded by the json module's C reader; an empty one malformed."""
+        if count:
+            self._each(chunk.split(b"\n"), cjson.each_line(chunk))
+
+    def _each(self, lines: list[bytes], values: list[object]) -> None:
+        """Lines and their values as `cjson.each_line` read them; one it left (None) is
+        decoded by `json.loads`, an empty one malformed."""
+        for line, value in zip(lines, values, strict=True):
+            self._record(_decode(line) if value is None and line else value)
 
     def _rows(self, rows: Iterable[tuple[bytes, ...]]) -> None:
         """Lines read by the pattern."""
@@ -148,6 +166,20 @@ class LineReader:
         self._keys[cmd] = key = _words_key(words)
         return key
 
+    def _command(self, cmd: object) -> str:
+        """The key of a decoded command line; TypeError or ValueError for one that is not a
+        list of words. A list equal to one seen is all words too: a JSON value of any
+        other type never equals a str."""
+        if type(cmd) is not list:
+            raise TypeError
+        words = tuple(cmd)
+        key = self._words.get(words)  # TypeError for a word that is a list or an object
+        if key is None:
+            if len(self._words) >= KEYS_MAX:
+                self._words.clear()
+            key = self._words[words] = _words_key(cmd)
+        return key
+
     def _record(self, record: object) -> None:
         """One line decoded by the json module (None: not JSON)."""
         if not isinstance(record, dict):
@@ -157,7 +189,7 @@ class LineReader:
             ts, cmd, attempt, rc, duration, run_id = _FIELDS(record)
             started = _parse_ts(ts).timestamp()
             by_name = self.by == "name"
-            key = bounded(visible(record.get("name", "-"))) if by_name else _words_key(cmd)
+            key = bounded(visible(record.get("name", "-"))) if by_name else self._command(cmd)
         except _BROKEN:
             self.malformed += 1
             return

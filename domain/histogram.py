@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from itertools import accumulate, compress, count
 from operator import add
 
@@ -218,6 +217,8 @@ def _packed(text: str) -> bool:
     too short to hold a number too long for int() is checked with C-level string methods
     (the pattern costs more than loading the checkpoint); longer text with the pattern."""
     if len(text) > 4000:
+        import re  # noqa: PLC0415 - only for a long text
+
         return re.fullmatch(_PACKED, text) is not None
     first, colon, counts = text.partition(":")
     return (

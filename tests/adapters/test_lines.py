@@ -49,9 +49,13 @@ def by_json(lines: list[bytes], by: str) -> LineReader:
 
 
 def by_feed(lines: list[bytes], by: str) -> LineReader:
-    """The reader, with the pattern used for a batch of any size."""
+    """The reader, with the pattern used for a batch of any size; and checked to read the
+    same when the batch is read as a few lines are, line by line."""
     reader = LineReader(Summary(), by, fast_from=1)
     reader.feed(b"\n".join(lines), len(lines))
+    few = LineReader(Summary(), by, fast_from=len(lines) + 1)
+    few.feed(b"\n".join(lines), len(lines))
+    same(few, reader)
     return reader
 
 
@@ -202,7 +206,9 @@ def test_a_key_is_bounded_and_long_lines_that_differ_stay_apart(by: str) -> None
     """A command line (or name) longer than KEY_MAX is cut there, with a CRC of the whole:
     two that differ only past the cut are two keys, the same one is one."""
     lines = [
-        attempt_line(AttemptRecord(1e9 + n, ["sh", "-c", word], 1, 0, 1, f"r{n}", name=word))
+        attempt_line(
+            AttemptRecord(1e9 + n, ["sh", "-c", word], 1, 0, 1, f"r{n}", name=word)
+        ).rstrip(b"\n")
         for n, word in enumerate([LONG + "a", LONG + "b", LONG + "a"])
     ]
     for reader in (by_json(lines, by), by_feed(lines, by)):

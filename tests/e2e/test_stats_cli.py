@@ -168,3 +168,26 @@ def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> 
         wait_for(lambda: catches(waiting.pid, signal.SIGTERM), what="the runner's handlers")
         waiting.send_signal(signal.SIGTERM)
         assert waiting.wait(timeout=20) == 143
+
+
+def test_a_repeat_after_a_few_runs_imports_neither_re_nor_json(lab: Lab) -> None:
+    """stats in cron every minute reads a few new lines: with the json module's C reader,
+    without importing `re` to compile the line pattern, or the json package (each cost
+    more than the lines)."""
+    prom = str(lab.tmp / "runner.prom")
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0
+    lab.run("run", "--", "false")
+    lab.run("run", "--name", "job", "--", "sh", "-c", "exit 3")
+    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.decode().splitlines()
+    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    assert "adapters.lines" in imported
+    assert not imported & {"re", "json"}
+    text = (lab.tmp / "runner.prom").read_text()
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    runs: dict[str, float] = {}
+    for sample in families["runner_runs"].samples:
+        runs[sample.labels["cmd"]] = runs.get(sample.labels["cmd"], 0) + sample.value
+    assert runs == {"true": 1, "false": 1, "sh -c 'exit 3'": 1}
