@@ -103,8 +103,12 @@ class Histogram:
             self._buckets = list(map(int, counts.split(","))) if counts else []
             self._packed, delta = None, self._delta
             self._delta = {}
-            for index, times in delta.items():
-                self._fine(index, [times])
+            if delta:  # room for every bucket of the delta, then each added where it is
+                low = min(delta)
+                self._fine(low, [0] * (max(delta) - low + 1))
+                buckets, start = self._buckets, self._first
+                for index, times in delta.items():
+                    buckets[index - start] += times
 
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""

@@ -574,3 +574,25 @@ def test_fine_bounds_are_the_formula_computed_only_as_far_as_needed() -> None:
     assert everything == [int(1.02**index) for index in range(FINE_MAX - 1)] + [1 << 128]
     assert fine_bounds(5) is everything
     assert Placed([10**13]).first == bisect_left(everything, 10**13)
+
+
+@given(
+    st.lists(
+        st.integers(0, 10**13) | st.integers(0, 7_200_000) | st.sampled_from([0, 1, 1000, 1001]),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_durations_placed_together_fall_where_each_falls_alone(values: list[int]) -> None:
+    """Many durations over few buckets (bisection by bound) and few over many (by duration)
+    land in the bucket that holds each: the first whose bound is at least it."""
+    placed = Placed(values)
+    bounds = fine_bounds(max(values))
+    alone: dict[int, int] = {}
+    for value in values:
+        alone[bisect_left(bounds, value)] = alone.get(bisect_left(bounds, value), 0) + 1
+    together = {placed.first + at: times for at, times in enumerate(placed.fine) if times}
+    assert together == alone
+    assert placed.fine[0]
+    assert placed.fine[-1]
+    assert (placed.count, placed.total, placed.maximum) == (len(values), sum(values), max(values))
