@@ -9,8 +9,9 @@ under `--name`), every timestamp distinct, durations spread from a millisecond t
 hours, timeouts and signals among the failures. Figures: the first read (no
 checkpoint) and its peak RSS; DuckDB's `read_json` and `GROUP BY` over the same file,
 interleaved with it, when the `duckdb` module is installed (an optional benchmark
-dependency, never the runner's); a repeat after 1,000 new lines with 10,000 distinct
-commands in the history, against `run -- true` (in wall time, and in CPU time taken
+dependency, never the runner's); a repeat after about 1,000 new lines written the same
+way (an hour of runs), with 10,000 distinct commands in the history, against
+`run -- true` (in wall time, and in CPU time taken
 run by run, which a VM's changing speed moves less), and the floor of such a repeat (what
 no repeat can skip, nothing counted); how long SIGTERM takes to end a
 stats, at moments sampled across a whole first read; and the peak RSS of a first read
@@ -27,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,33 +61,42 @@ NAMES = ["nightly-backup", "health-check", "etl-load", None, None, None]
 
 def realistic_log(path: Path, lines: int, seed: int = 7) -> int:
     """Write about `lines` attempt lines as the runner would over months; return how many."""
+    written = 0
+    with path.open("wb") as log:
+        for line in realistic_lines(lines, START, 180 * 86400, seed):
+            log.write(line)
+            written += 1
+    return written
+
+
+def realistic_lines(lines: int, start: float, span: float, seed: int) -> Iterator[bytes]:
+    """About `lines` attempt lines (whole runs) as the runner writes them, the runs started
+    over `span` seconds from `start`."""
     rng = random.Random(seed)
     commands = [[*base, f"--shard={n}"] for base in COMMANDS for n in range(4)]
     named = {tuple(cmd): NAMES[n % len(NAMES)] for n, cmd in enumerate(commands)}
-    gap = 180 * 86400 / lines  # seconds between two runs' starts, on average
-    now, written = START, 0
+    gap = span / lines  # seconds between two runs' starts, on average
+    now, written = start, 0
     longest = math.log(2 * 3600 * 1000)
-    with path.open("wb") as log:
-        while written < lines:
-            cmd = rng.choice(commands)
-            name = named[tuple(cmd)]
-            run_id = f"{rng.getrandbits(64):016x}"
-            attempts = rng.choices((1, 2, 3), weights=(70, 20, 10))[0]
-            started = now
-            for attempt in range(1, attempts + 1):
-                duration = int(math.exp(rng.uniform(0, longest)))
-                last = attempt == attempts
-                rc, timed_out, signum = _outcome(rng, fails=not last or rng.random() < 0.1)
-                delay = None if last else int(1000 * 2 ** (attempt - 1) * rng.uniform(0.5, 1.5))
-                record = AttemptRecord(
-                    started, cmd, attempt, rc, duration, run_id, name, delay, None, timed_out
-                )
-                record.signal = signum
-                log.write(attempt_line(record))
-                written += 1
-                started += duration / 1000 + (delay or 0) / 1000 + 0.001
-            now += rng.expovariate(1 / gap) + 0.001
-    return written
+    while written < lines:
+        cmd = rng.choice(commands)
+        name = named[tuple(cmd)]
+        run_id = f"{rng.getrandbits(64):016x}"
+        attempts = rng.choices((1, 2, 3), weights=(70, 20, 10))[0]
+        started = now
+        for attempt in range(1, attempts + 1):
+            duration = int(math.exp(rng.uniform(0, longest)))
+            last = attempt == attempts
+            rc, timed_out, signum = _outcome(rng, fails=not last or rng.random() < 0.1)
+            delay = None if last else int(1000 * 2 ** (attempt - 1) * rng.uniform(0.5, 1.5))
+            record = AttemptRecord(
+                started, cmd, attempt, rc, duration, run_id, name, delay, None, timed_out
+            )
+            record.signal = signum
+            yield attempt_line(record)
+            written += 1
+            started += duration / 1000 + (delay or 0) / 1000 + 0.001
+        now += rng.expovariate(1 / gap) + 0.001
 
 
 def short_log(path: Path, lines: int) -> int:
@@ -235,9 +246,11 @@ loads, run or not)."""
 
 
 def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -> dict[str, Any]:
-    """stats -q --prometheus (the cron recipe) after 1,000 new lines, over a history with
-    `commands` distinct command lines, against the start-up of `run -- true`; and the
-    floor of that repeat (REPEAT_FLOOR), without and with stats' own code loaded."""
+    """stats -q --prometheus (the cron recipe) after about 1,000 new lines (an hour of runs
+    as `realistic_lines` writes them: retries, failures, durations of a millisecond to
+    two hours), over a history with `commands` distinct command lines, against the
+    start-up of `run -- true`; and the floor of that repeat (REPEAT_FLOOR), without and
+    with stats' own code loaded."""
     log = home / "runs.jsonl"
     with log.open("ab") as handle:
         for n in range(commands):
@@ -247,20 +260,11 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
     cron = [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(prom)]
     spawn(cron, env)
     ours, floor, bare, loaded, cpu = [], [], [], [], []
+    new_lines: list[int] = []
     for rep in range(reps):
-        added = b"".join(
-            attempt_line(
-                AttemptRecord(
-                    START + 201 * 86400 + rep * 1000 + n,
-                    COMMANDS[n % len(COMMANDS)],
-                    1,
-                    0,
-                    3,
-                    f"n{rep}-{n}",
-                )
-            )
-            for n in range(1000)
-        )
+        hour = START + 201 * 86400 + rep * 3600
+        added = b"".join(realistic_lines(1000, hour, 3600, seed=1000 + rep))
+        new_lines.append(added.count(b"\n"))
         with log.open("ab") as handle:
             handle.write(added)
         least = [sys.executable, "-c", REPEAT_FLOOR, str(home), RUNNER_LINE_PATTERN.decode()]
@@ -275,7 +279,7 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
     start_up = statistics.median(floor)
     return {
         "repeat_commands": commands,
-        "repeat_new_lines": 1000,
+        "repeat_new_lines": round(statistics.median(new_lines)),
         "repeat_ms": statistics.median(ours) * 1000,
         "run_start_up_ms": start_up * 1000,
         "repeat_ratio": statistics.median(ours) / start_up,
