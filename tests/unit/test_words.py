@@ -15,9 +15,12 @@ from domain.words import shell_words, visible
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 """The characters that reorder how a line is displayed (Unicode's bidirectional controls)."""
-INVISIBLE = frozenset(
-    BIDI + "\u200b\u200c\u200d\u2028\u2029\u2060\u2061\u2062\u2063\u2064\ufeff\ufff9\ufffa\ufffb"
+INVISIBLE = frozenset(BIDI + "\u200b\u200c\u200d\u2028\u2029\ufeff\ufff9\ufffa\ufffb") | frozenset(
+    map(chr, range(0x2060, 0x2070))
 )
+"""... and those that show nothing: zero-width, line separators, and the whole block of
+invisible operators and format controls from U+2060 (U+2065 is unassigned, and shown
+escaped with its neighbours)."""
 PRINTABLE = st.text(
     st.characters(
         blacklist_categories=("Cc", "Cs"), blacklist_characters=INVISIBLE, max_codepoint=0x2FFF
