@@ -1,6 +1,6 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 9, "crc": …}
+    {"version": 10, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: [label, place], …},
@@ -16,7 +16,8 @@ are copied rather than rendered again (see entrypoints.prometheus). A `stats` th
 reads a few new lines so decodes, renders and encodes only the keys they touch,
 whatever the number of commands in the history. The first line holds the CRC-32 of
 all the others: a file damaged in any byte is known at once. Nothing in it is code
-to run.
+to run. A checkpoint of version 8 (0.6) or 9 is carried over: its fine buckets,
+saved as text, are read once (domain.text_buckets).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-VERSION = 9
+VERSION = 10
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -117,7 +118,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
             return None
         return Loaded(first, Summary.from_state(first["summary"]))
     version = first.get("version")
-    if version not in (8, VERSION):
+    if version not in (8, 9, VERSION):
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from itertools import accumulate, compress, count
+import sys
+from array import array
+from binascii import a2b_base64, b2a_base64
+from itertools import accumulate
 from operator import add
 
 from domain.buckets import BUCKET_RATIO, FINE_MAX, LE_SECONDS, LE_TEXT, Placed
@@ -22,29 +25,16 @@ class Histogram:
     list and are counted together when the histogram is next read: a million lines cost
     C-level passes, not a million calls.
 
-    The fine buckets of a histogram loaded from a checkpoint stay in their saved text
-    (`packed`) until something reads them (a table's quantiles); what is counted in the
-    meantime waits beside it as (bucket, count) pairs (`delta`), saved with it. So a
-    `stats` that reads a few new lines and exports neither decodes nor encodes them.
+    In a checkpoint (`state`) the fine buckets are one string, written and read in C
+    (`pack`): a `stats` that reads a few new lines decodes and encodes only the
+    histograms they touch, each in microseconds.
     """
 
-    __slots__ = (
-        "_buckets",
-        "_count",
-        "_delta",
-        "_first",
-        "_le",
-        "_maximum",
-        "_packed",
-        "_total",
-        "pending",
-    )
+    __slots__ = ("_buckets", "_count", "_first", "_le", "_maximum", "_total", "pending")
 
     def __init__(self) -> None:
         self._buckets: list[int] = []
         self._first = 0
-        self._packed: str | None = None
-        self._delta: dict[int, int] = {}
         self._le = [0] * (len(LE_SECONDS) + 1)
         self._count = 0
         self._total = 0.0
@@ -66,16 +56,16 @@ class Histogram:
         """Count the pending durations into the buckets (reading it does so too)."""
         if self.pending:
             values, self.pending = self.pending, []
-            self._add(Placed(values))
+            placed = Placed(values)
+            self._count += placed.count
+            self._total += placed.total
+            self._maximum = max(self._maximum, placed.maximum)
+            self._fine(placed.first, placed.fine)
+            self._le = list(map(add, self._le, placed.le))
 
     def _fine(self, first: int, counts: list[int]) -> None:
-        """Add counts to the fine buckets from `first` on: beside the saved text while there
-        is one (a few pairs), else in one C-level pass over the buckets they span."""
-        if self._packed is not None:
-            delta = self._delta
-            for index, times in compress(zip(count(first), counts), counts):
-                delta[index] = delta.get(index, 0) + times
-            return
+        """Add counts to the fine buckets from `first` on, in one C-level pass over the
+        buckets they span."""
         buckets = self._buckets
         if not buckets:
             self._first = first
@@ -88,41 +78,18 @@ class Histogram:
             buckets.extend([0] * (end - len(buckets)))
         buckets[start:end] = map(add, buckets[start:end], counts)
 
-    def _add(self, placed: Placed) -> None:
-        """Count durations placed in their buckets."""
-        self._count += placed.count
-        self._total += placed.total
-        self._maximum = max(self._maximum, placed.maximum)
-        self._fine(placed.first, placed.fine)
-        self._le = list(map(add, self._le, placed.le))
-
-    def _unpack(self) -> None:
-        if self._packed is not None:
-            first, _, counts = self._packed.partition(":")
-            self._first = int(first)
-            self._buckets = list(map(int, counts.split(","))) if counts else []
-            self._packed, delta = None, self._delta
-            self._delta = {}
-            if delta:  # room for every bucket of the delta, then each added where it is
-                low = min(delta)
-                self._fine(low, [0] * (max(delta) - low + 1))
-                buckets, start = self._buckets, self._first
-                for index, times in delta.items():
-                    buckets[index - start] += times
-
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
         first, counts = self.span()
         return [first, counts, self.le, self.count, self.total, self.maximum]
 
     def __setstate__(self, state: list[Any]) -> None:
-        self.pending, self._packed, self._delta = [], None, {}
+        self.pending = []
         self._first, self._buckets, self._le, self._count, self._total, self._maximum = state
 
     def span(self) -> tuple[int, list[int]]:
         """The fine buckets from the first one counted: its index, and the counts from it."""
         self.settle()
-        self._unpack()
         return self._first, self._buckets
 
     @property
@@ -173,69 +140,80 @@ class Histogram:
         return list(zip(LE_TEXT, accumulate(self.le), strict=True))
 
     def state(self) -> list[object]:
-        """A plain form for the checkpoint (see `from_state`). The fine buckets are text,
-        `FIRST:COUNT,COUNT,…` from the first that is not empty (text loads and saves far
-        faster than a list of numbers), then what was counted beside it since."""
-        self.settle()
-        if self._packed is None or len(self._delta) > DELTA_MAX:
-            start, buckets = self.span()
-            first = next((index for index, times in enumerate(buckets) if times), len(buckets))
-            self._packed = f"{start + first}:" + ",".join(map(str, buckets[first:]))
-            self._buckets, self._first = [], 0
-        delta = sorted(self._delta.items())
-        return [self._packed, delta, self._le, self._count, self._total, self._maximum]
+        """A plain form for the checkpoint (see `from_state`): the fine buckets packed
+        (`pack`) from the first that is not empty, then the exported buckets and totals."""
+        start, buckets = self.span()
+        first = next((index for index, times in enumerate(buckets) if times), len(buckets))
+        return [
+            pack(start + first, buckets[first:]),
+            self._le,
+            self._count,
+            self._total,
+            self._maximum,
+        ]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> Histogram:
-        """The histogram `state` describes; ValueError if it does not hold together."""
-        packed, delta, le, total_count, total, maximum = state
-        if not (type(packed) is str and _packed(packed) and _counts(le)):
-            raise ValueError("histogram counts")
-        first, _, counts = packed.partition(":")
-        if int(first) + counts.count(",") + 1 > FINE_MAX or len(le) != len(LE_SECONDS) + 1:
+        """The histogram `state` describes; ValueError if it does not hold together. A state
+        of six fields is one a checkpoint of version 8 or 9 saved (`text_buckets`)."""
+        if type(state) is list and len(state) == 6:
+            from domain import text_buckets  # noqa: PLC0415 - only to carry an old checkpoint over
+
+            text, delta, le, total_count, total, maximum = state
+            first, counts = text_buckets.unpack(text, delta)
+        else:
+            packed, le, total_count, total, maximum = state
+            first, counts = unpack(packed)
+        if not (_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
-        if type(delta) is not list or len(delta) > DELTA_MAX:
-            raise ValueError("histogram delta")
-        pairs = dict(map(tuple, delta))
-        if not (_counts(list(pairs)) and _counts(list(pairs.values()))) or any(
-            index >= FINE_MAX for index in pairs
-        ):
-            raise ValueError("histogram delta")
         made = cls()
-        made._packed, made._delta, made._le = packed, pairs, le
+        made._first, made._buckets, made._le = first, counts, le
         made._count, made._total, made._maximum = int(total_count), float(total), float(maximum)
         return made
 
 
-DELTA_MAX = 256
-"""Fine buckets counted beside the saved text at most: past that, it is written anew."""
+_CODES = "BHIQ"
+"""Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
 
 
-_PACKED = r"[0-9]{1,4}:(?:[0-9]{1,18}(?:,[0-9]{1,18})*)?"
-"""Fine buckets as saved: the first one's index, then counts (ASCII digits alone). Compiled
-only for the long texts that need it (`re` caches it)."""
+def pack(first: int, counts: list[int]) -> str:
+    """Fine buckets as a checkpoint saves them, `FIRST:CODE:BASE64`: the first bucket's index,
+    then the counts as unsigned integers of the fewest bytes that hold the largest (an
+    array's type code), little-endian, in base64."""
+    most = max(counts, default=0)
+    code = next(code for code in _CODES if most < 1 << 8 * array(code).itemsize)
+    data = array(code, counts)
+    if sys.byteorder == "big":
+        data.byteswap()
+    return f"{first}:{code}:{b2a_base64(data, newline=False).decode()}"
 
 
-def _packed(text: str) -> bool:
-    """Whether `text` is fine buckets as saved, so that decoding it later cannot fail. Text
-    too short to hold a number too long for int() is checked with C-level string methods
-    (the pattern costs more than loading the checkpoint); longer text with the pattern."""
-    if len(text) > 4000:
-        import re  # noqa: PLC0415 - only for a long text
-
-        return re.fullmatch(_PACKED, text) is not None
-    first, colon, counts = text.partition(":")
-    return (
-        text.isascii()
-        and not text.encode().translate(None, b"0123456789,:")
-        and colon == ":"
-        and 0 < len(first) <= 4
-        and first.isdigit()
-        and ":" not in counts
-        and ",," not in counts
-        and not counts.startswith(",")
-        and not counts.endswith(",")
-    )
+def unpack(packed: object) -> tuple[int, list[int]]:
+    """The first bucket's index and the counts `pack` wrote; ValueError for anything it
+    could not have written."""
+    try:
+        if type(packed) is not str:
+            raise TypeError
+        first, code, text = packed.split(":")
+        data = a2b_base64(text)
+        if not (
+            code in _CODES
+            and len(code) == 1
+            and first.isascii()
+            and first.isdigit()
+            and len(first) <= 4
+            and b2a_base64(data, newline=False) == text.encode()  # only what pack writes
+        ):
+            raise ValueError
+        counts = array(code)
+        counts.frombytes(data)  # ValueError unless whole counts
+    except (TypeError, ValueError):
+        raise ValueError("histogram counts") from None
+    if int(first) + len(counts) > FINE_MAX:
+        raise ValueError("histogram buckets do not match")
+    if sys.byteorder == "big":
+        counts.byteswap()
+    return int(first), counts.tolist()
 
 
 def _counts(values: list[Any]) -> bool:

@@ -170,10 +170,37 @@ def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None
     export["lines"] = {"job": ["job", [0, 10] * 12]}
     data = b"".join(saved.write({**HEADER, "export": export}, history))
     assert saved.read(data, "cmd").export == export  # type: ignore[union-attr]
-    loaded = saved.read(data.replace(b'"version":9', b'"version":8', 1), "cmd")
+    loaded = saved.read(data.replace(b'"version":10', b'"version":8', 1), "cmd")
     assert loaded is not None
     assert loaded.export is None
     assert figures(loaded.summary) == figures(history)
+
+
+def test_a_checkpoint_of_version_9_goes_on_with_its_fine_buckets_in_text() -> None:
+    """Versions 8 and 9 saved fine buckets as text, with pairs counted since beside it: such
+    a checkpoint is read as the same history, and written back in the new form."""
+    history = Summary()
+    replay([("job", 1, 0, 5), ("job", 2, 1, 90_000), ("other", 1, 0, 3_600_000)], history)
+    states = []
+    for aggregate in history.by_key.values():
+        state = aggregate.state()
+        for name in ("durations", "attempt_durations"):
+            first, counts = getattr(aggregate, name).span()
+            text = f"{first}:{','.join(map(str, counts[1:]))}" if counts else "0:"
+            delta = [[first, counts[0]]] if counts else []
+            state[name] = [text.replace(f"{first}:", f"{first + 1}:", 1), delta, *state[name][1:]]
+        states.append(json.dumps(state, separators=(",", ":")).encode())
+    keys = [[key, aggregate.last_run] for key, aggregate in history.by_key.items()]
+    data = b"".join(saved.sealed({**HEADER, "keys": keys}, states))
+    old = data.replace(b'"version":10', b'"version":9', 1)
+    crc = json.loads(old.split(b"\n")[0])["crc"]
+    loaded = saved.read(old, "cmd")
+    assert loaded is not None
+    assert crc == json.loads(data.split(b"\n")[0])["crc"]
+    assert figures(loaded.summary) == figures(history)
+    again = saved.read(b"".join(saved.write(HEADER, loaded.summary)), "cmd")
+    assert again is not None
+    assert figures(again.summary) == figures(history)
 
 
 @pytest.mark.parametrize(
