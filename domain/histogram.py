@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from array import array
 from binascii import a2b_base64, b2a_base64
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import add
 
 from domain.buckets import BUCKET_RATIO, FINE_MAX, LE_SECONDS, LE_TEXT, Placed
@@ -64,19 +64,26 @@ class Histogram:
             self._le = list(map(add, self._le, placed.le))
 
     def _fine(self, first: int, counts: list[int]) -> None:
-        """Add counts to the fine buckets from `first` on, in one C-level pass over the
-        buckets they span."""
+        """Add counts to the fine buckets from `first` on: in one C-level pass over the
+        buckets they span, or, when most are zeros (a few durations from a millisecond to
+        an hour span hundreds), each of the others alone."""
         buckets = self._buckets
         if not buckets:
-            self._first = first
-        elif first < self._first:
+            self._first, self._buckets = first, list(counts)
+            return
+        if first < self._first:
             buckets[:0] = [0] * (self._first - first)
             self._first = first
         start = first - self._first
         end = start + len(counts)
         if end > len(buckets):
             buckets.extend([0] * (end - len(buckets)))
-        buckets[start:end] = map(add, buckets[start:end], counts)
+        if counts.count(0) * 4 < len(counts) * 3:
+            buckets[start:end] = map(add, buckets[start:end], counts)
+            return
+        nonzero = compress(range(start, end), counts)
+        for index, times in zip(nonzero, filter(None, counts), strict=True):
+            buckets[index] += times
 
     def __getstate__(self) -> list[object]:
         """For pickling (a stats worker's result): counted, not pending."""
@@ -180,9 +187,12 @@ def pack(first: int, counts: list[int]) -> str:
     """Fine buckets as a checkpoint saves them, `FIRST:CODE:BASE64`: the first bucket's index,
     then the counts as unsigned integers of the fewest bytes that hold the largest (an
     array's type code), little-endian, in base64."""
-    most = max(counts, default=0)
-    code = next(code for code in _CODES if most < 1 << 8 * array(code).itemsize)
-    data = array(code, counts)
+    for code in _CODES:  # the first that holds every count (most hold a few thousand)
+        try:
+            data = array(code, counts)
+            break
+        except OverflowError:
+            continue
     if sys.byteorder == "big":
         data.byteswap()
     return f"{first}:{code}:{b2a_base64(data, newline=False).decode()}"

@@ -185,18 +185,16 @@ def test_a_checkpoint_of_version_9_goes_on_with_its_fine_buckets_in_text() -> No
     for aggregate in history.by_key.values():
         state = aggregate.state()
         for name in ("durations", "attempt_durations"):
-            first, counts = getattr(aggregate, name).span()
-            text = f"{first}:{','.join(map(str, counts[1:]))}" if counts else "0:"
-            delta = [[first, counts[0]]] if counts else []
-            state[name] = [text.replace(f"{first}:", f"{first + 1}:", 1), delta, *state[name][1:]]
+            histogram = getattr(aggregate, name)
+            first, counts = histogram.span()
+            text = f"{first + 1}:{','.join(map(str, counts[1:]))}" if counts else "0:"
+            delta = [[first, counts[0]]] if counts else []  # below the text's first bucket
+            state[name] = [text, delta, *histogram.state()[1:]]
         states.append(json.dumps(state, separators=(",", ":")).encode())
     keys = [[key, aggregate.last_run] for key, aggregate in history.by_key.items()]
     data = b"".join(saved.sealed({**HEADER, "keys": keys}, states))
-    old = data.replace(b'"version":10', b'"version":9', 1)
-    crc = json.loads(old.split(b"\n")[0])["crc"]
-    loaded = saved.read(old, "cmd")
+    loaded = saved.read(data.replace(b'"version":10', b'"version":9', 1), "cmd")
     assert loaded is not None
-    assert crc == json.loads(data.split(b"\n")[0])["crc"]
     assert figures(loaded.summary) == figures(history)
     again = saved.read(b"".join(saved.write(HEADER, loaded.summary)), "cmd")
     assert again is not None
