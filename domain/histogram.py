@@ -193,6 +193,8 @@ def pack(first: int, counts: list[int]) -> str:
             break
         except OverflowError:
             continue
+    else:
+        raise OverflowError("a fine bucket counts 2**64 durations or more")
     if sys.byteorder == "big":
         data.byteswap()
     return f"{first}:{code}:{b2a_base64(data, newline=False).decode()}"

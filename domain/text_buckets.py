@@ -34,7 +34,7 @@ def unpack(text: object, delta: object) -> tuple[int, list[int]]:
     ):
         raise ValueError("histogram delta")
     if pairs:  # room for every bucket of the delta, then each added where it is
-        low, high = min(pairs, default=start), max(pairs)
+        low, high = min(pairs), max(pairs)
         if not buckets:
             start = low
         if low < start:

@@ -258,6 +258,8 @@ def test_fine_buckets_packed_come_back_as_they_were(first: int, counts: list[int
     packed = pack(first, counts)
     assert packed.isascii()
     assert unpack(packed) == (first, counts)
+    with pytest.raises(OverflowError, match="2"):
+        pack(first, [*counts, 2**64])
 
 
 @pytest.mark.parametrize(
