@@ -167,19 +167,21 @@ class Histogram:
             from domain import text_buckets  # noqa: PLC0415 - only to carry an old checkpoint over
 
             text, delta, le, total_count, total, maximum = state
-            first, counts = text_buckets.unpack(text, delta)
+            first, counts, pairs = text_buckets.unpack(text, delta)
         else:
             packed, le, total_count, total, maximum = state
-            first, counts = unpack(packed)
+            (first, counts), pairs = unpack(packed), {}
         if not (_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
         made = cls()
         made._first, made._buckets, made._le = first, counts, le
+        for index, times in pairs.items():  # an old checkpoint's counts beside its text
+            made._fine(index, [times])
         made._count, made._total, made._maximum = int(total_count), float(total), float(maximum)
         return made
 
 
-_CODES = "BHIQ"
+_CODES = ("B", "H", "I", "Q")
 """Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
 
 
@@ -210,7 +212,6 @@ def unpack(packed: object) -> tuple[int, list[int]]:
         data = a2b_base64(text)
         if not (
             code in _CODES
-            and len(code) == 1
             and first.isascii()
             and first.isdigit()
             and len(first) <= 4

@@ -13,9 +13,9 @@ PACKED = r"[0-9]{1,4}:(?:[0-9]{1,18}(?:,[0-9]{1,18})*)?"
 """The text: the first bucket's index, then counts (ASCII digits alone)."""
 
 
-def unpack(text: object, delta: object) -> tuple[int, list[int]]:
-    """The first bucket's index and the counts from it, the pairs added; ValueError (or
-    TypeError) for anything such a checkpoint could not have written."""
+def unpack(text: object, delta: object) -> tuple[int, list[int], dict[int, int]]:
+    """The first bucket's index, the counts from it, and the pairs counted since (bucket:
+    count); ValueError for anything such a checkpoint could not have written."""
     if not (type(text) is str and readable(text)):
         raise ValueError("histogram counts")
     first, _, counts = text.partition(":")
@@ -33,17 +33,7 @@ def unpack(text: object, delta: object) -> tuple[int, list[int]]:
         and all(index < FINE_MAX for index in pairs)
     ):
         raise ValueError("histogram delta")
-    if pairs:  # room for every bucket of the delta, then each added where it is
-        low, high = min(pairs), max(pairs)
-        if not buckets:
-            start = low
-        if low < start:
-            buckets[:0] = [0] * (start - low)
-            start = low
-        buckets.extend([0] * (high - start + 1 - len(buckets)))
-        for index, times in pairs.items():
-            buckets[index - start] += times
-    return start, buckets
+    return start, buckets, pairs
 
 
 def readable(text: str) -> bool:
