@@ -59,7 +59,8 @@ class Placed:
     The durations are sorted once (in C); then how many fall at or below each bound of
     the buckets they span is one bisection per bound, not one per duration. Fewer
     durations than buckets spanned (a few new lines, from a millisecond to an hour:
-    hundreds of buckets) are each placed by one bisection instead."""
+    hundreds of buckets) are each placed by one bisection instead: `indexes` holds the
+    fine bucket of each, in order, and `fine` is None."""
 
     def __init__(self, values: list[int]) -> None:
         ordered = sorted(values)
@@ -70,10 +71,10 @@ class Placed:
         bounds = fine_bounds(ordered[-1])
         first, last = bisect_left(bounds, ordered[0]), bisect_left(bounds, ordered[-1])
         self.first = first
+        self.fine: list[int] | None = None
+        self.indexes: list[int] = []
         if self.count <= last - first:
-            self.fine = fine = [0] * (last - first + 1)
-            for index in map(partial(bisect_left, bounds), ordered):
-                fine[index - first] += 1
+            self.indexes = list(map(partial(bisect_left, bounds), ordered))
         else:
             below = [0, *map(at_most, bounds[first : last + 1])]
             self.fine = list(map(sub, below[1:], below))

@@ -33,7 +33,7 @@ class Histogram:
     __slots__ = ("_buckets", "_count", "_first", "_le", "_maximum", "_total", "pending")
 
     def __init__(self) -> None:
-        self._buckets: list[int] = []
+        self._buckets: list[int] | array[int] = []
         self._first = 0
         self._le = [0] * (len(LE_SECONDS) + 1)
         self._count = 0
@@ -60,24 +60,56 @@ class Histogram:
             self._count += placed.count
             self._total += placed.total
             self._maximum = max(self._maximum, placed.maximum)
-            self._fine(placed.first, placed.fine)
+            if placed.fine is None:
+                self._each(placed.indexes)
+            else:
+                self._fine(placed.first, placed.fine)
             self._le = list(map(add, self._le, placed.le))
+
+    def _room(self, first: int, end: int) -> None:
+        """Make the fine buckets span `first` to `end` (exclusive), zeros where none were."""
+        buckets = self._buckets
+        if not len(buckets):
+            self._first, self._buckets = first, [0] * (end - first)
+            return
+        before, after = self._first - first, end - self._first - len(buckets)
+        if isinstance(buckets, list):
+            if before > 0:
+                buckets[:0] = [0] * before
+            if after > 0:
+                buckets += [0] * after
+        else:
+            if before > 0:
+                buckets[:0] = array(buckets.typecode, bytes(before * buckets.itemsize))
+            if after > 0:
+                buckets.frombytes(bytes(after * buckets.itemsize))
+        self._first = min(first, self._first)
+
+    def _each(self, indexes: list[int]) -> None:
+        """Count one duration into each fine bucket of `indexes` (in order): each alone,
+        in the buckets as they are, packed ones included (see `from_state`)."""
+        self._room(indexes[0], indexes[-1] + 1)
+        buckets, first = self._buckets, self._first
+        done = 0
+        try:
+            for done, index in enumerate(indexes):  # noqa: B007 - where an overflow stopped
+                buckets[index - first] += 1
+        except OverflowError:  # packed in fewer bytes than the count now takes
+            self._listed()
+            self._each(indexes[done:])
 
     def _fine(self, first: int, counts: list[int]) -> None:
         """Add counts to the fine buckets from `first` on: in one C-level pass over the
         buckets they span, or, when most are zeros (a few durations from a millisecond to
         an hour span hundreds), each of the others alone."""
-        buckets = self._buckets
-        if not buckets:
+        if not len(self._buckets):
             self._first, self._buckets = first, list(counts)
             return
-        if first < self._first:
-            buckets[:0] = [0] * (self._first - first)
-            self._first = first
+        self._listed()
+        self._room(first, first + len(counts))
+        buckets = self._listed()
         start = first - self._first
         end = start + len(counts)
-        if end > len(buckets):
-            buckets.extend([0] * (end - len(buckets)))
         if counts.count(0) * 4 < len(counts) * 3:
             buckets[start:end] = map(add, buckets[start:end], counts)
             return
@@ -97,7 +129,15 @@ class Histogram:
     def span(self) -> tuple[int, list[int]]:
         """The fine buckets from the first one counted: its index, and the counts from it."""
         self.settle()
-        return self._first, self._buckets
+        return self._first, self._listed()
+
+    def _listed(self) -> list[int]:
+        """The fine buckets as a list: counts still packed (see `from_state`) are read out."""
+        buckets = self._buckets
+        if isinstance(buckets, list):
+            return buckets
+        self._buckets = listed = buckets.tolist()
+        return listed
 
     @property
     def le(self) -> list[int]:
@@ -120,13 +160,16 @@ class Histogram:
         return self._maximum
 
     def merge(self, other: Histogram) -> None:
-        first, theirs = other.span()
-        if theirs:
-            self._fine(first, theirs)
-        self._le = [mine + theirs for mine, theirs in zip(self.le, other.le, strict=True)]
-        self._count += other.count
-        self._total += other.total
-        self._maximum = max(self._maximum, other.maximum)
+        """Count in what `other` counts: what it has counted, and, placed with this one's
+        own when this is next read, the durations it has not (a summary of a few new
+        lines merged into a saved one: each placed once, where it falls)."""
+        self.pending += other.pending
+        if other._count:
+            self._fine(other._first, other._listed())
+            self._le = list(map(add, self._le, other._le))
+            self._count += other._count
+            self._total += other._total
+            self._maximum = max(self._maximum, other._maximum)
 
     def quantile(self, q: float) -> float:
         """The value below which a fraction `q` of the durations lie (0 when empty)."""
@@ -149,10 +192,11 @@ class Histogram:
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`): the fine buckets packed
         (`pack`) from the first that is not empty, then the exported buckets and totals."""
-        start, buckets = self.span()
+        self.settle()
+        buckets = self._buckets
         first = next((index for index, times in enumerate(buckets) if times), len(buckets))
         return [
-            pack(start + first, buckets[first:]),
+            pack(self._first + first, buckets[first:]),
             self._le,
             self._count,
             self._total,
@@ -163,6 +207,7 @@ class Histogram:
     def from_state(cls, state: list[Any]) -> Histogram:
         """The histogram `state` describes; ValueError if it does not hold together. A state
         of six fields is one a checkpoint of version 8 or 9 saved (`text_buckets`)."""
+        counts: list[int] | array[int]
         if type(state) is list and len(state) == 6:
             from domain import text_buckets  # noqa: PLC0415 - only to carry an old checkpoint over
 
@@ -170,7 +215,7 @@ class Histogram:
             first, counts, pairs = text_buckets.unpack(text, delta)
         else:
             packed, le, total_count, total, maximum = state
-            (first, counts), pairs = unpack(packed), {}
+            (first, counts), pairs = unpack(packed), {}  # kept packed while added to (`_each`)
         if not (_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
         made = cls()
@@ -183,28 +228,32 @@ class Histogram:
 
 _CODES = ("B", "H", "I", "Q")
 """Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
+_LIMITS = {code: 1 << (8 * array(code).itemsize) for code in _CODES}
+"""The smallest count each type code cannot hold."""
 
 
-def pack(first: int, counts: list[int]) -> str:
+def pack(first: int, counts: list[int] | array[int]) -> str:
     """Fine buckets as a checkpoint saves them, `FIRST:CODE:BASE64`: the first bucket's index,
     then the counts as unsigned integers of the fewest bytes that hold the largest (an
-    array's type code), little-endian, in base64."""
-    for code in _CODES:  # the first that holds every count (most hold a few thousand)
-        try:
-            data = array(code, counts)
-            break
-        except OverflowError:
-            continue
+    array's type code), little-endian, in base64. Counts still packed as `unpack` read
+    them are written in their own type (one that `pack` chose, or wider)."""
+    if type(counts) is array:
+        data = counts
     else:
-        raise OverflowError("a fine bucket counts 2**64 durations or more")
+        most = max(counts, default=0)
+        code = next((code for code in _CODES if most < _LIMITS[code]), None)
+        if code is None:
+            raise OverflowError("a fine bucket counts 2**64 durations or more")
+        data = array(code, counts)
     if sys.byteorder == "big":
+        data = array(data.typecode, data)
         data.byteswap()
-    return f"{first}:{code}:{b2a_base64(data, newline=False).decode()}"
+    return f"{first}:{data.typecode}:{b2a_base64(data, newline=False).decode()}"
 
 
-def unpack(packed: object) -> tuple[int, list[int]]:
-    """The first bucket's index and the counts `pack` wrote; ValueError for anything it
-    could not have written."""
+def unpack(packed: object) -> tuple[int, array[int]]:
+    """The first bucket's index and the counts `pack` wrote, as an array; ValueError for
+    anything it could not have written."""
     try:
         if type(packed) is not str:
             raise TypeError
@@ -226,7 +275,7 @@ def unpack(packed: object) -> tuple[int, list[int]]:
         raise ValueError("histogram buckets do not match")
     if sys.byteorder == "big":
         counts.byteswap()
-    return int(first), counts.tolist()
+    return int(first), counts
 
 
 def _counts(values: list[Any]) -> bool:

@@ -46,15 +46,21 @@ class Summary:
     def by_key(self) -> dict[str, Aggregate]:
         """The aggregates, every run added so far counted (the saved ones read)."""
         self.settle()
-        if self.saved:
-            saved, self.saved = self.saved, {}
-            self._by_key.update((key, kept.wake()) for key, kept in saved.items())
-        return self._by_key
+        return self._counted()
 
     @by_key.setter
     def by_key(self, aggregates: dict[str, Aggregate]) -> None:
         self.settle()
         self._by_key = aggregates
+
+    def _counted(self) -> dict[str, Aggregate]:
+        """The aggregates, every run added so far counted (the saved ones read), their
+        durations perhaps still waiting to be placed (see Histogram.merge)."""
+        self._count_waiting()
+        if self.saved:
+            saved, self.saved = self.saved, {}
+            self._by_key.update((key, kept.wake()) for key, kept in saved.items())
+        return self._by_key
 
     @property
     def awake(self) -> dict[str, Aggregate]:
@@ -82,13 +88,17 @@ class Summary:
     def settle(self) -> None:
         """Count what waits to be counted: runs, attempts and durations (reading the summary
         does so too; a long read does it now and then, to bound its memory)."""
+        self._count_waiting()
+        for aggregate in self._by_key.values():
+            aggregate.durations.settle()
+            aggregate.attempt_durations.settle()
+
+    def _count_waiting(self) -> None:
+        """Count the runs and attempts that wait into their aggregates."""
         if self.waiting:
             waiting, self.waiting = self.waiting, Waiting()
             for key in waiting:
                 waiting.count(key, self._aggregate(key))
-        for aggregate in self._by_key.values():
-            aggregate.durations.settle()
-            aggregate.attempt_durations.settle()
 
     def __getstate__(self) -> dict[str, object]:
         """For pickling (a stats worker's result): counted, not pending."""
@@ -132,7 +142,7 @@ class Summary:
     def merge(self, other: Summary) -> None:
         """Fold in a summary of a later part of the same log."""
         self.newest = max(self.newest, other.newest)
-        for key, aggregate in other.by_key.items():
+        for key, aggregate in other._counted().items():  # durations placed once, here
             self._aggregate(key).merge(aggregate)
         for run_id, run in other.open.items():
             mine = self.open.get(run_id)

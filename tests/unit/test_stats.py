@@ -6,6 +6,7 @@ import json
 import math
 import pickle
 import re
+from array import array
 from bisect import bisect_left
 
 import pytest
@@ -242,6 +243,22 @@ def test_a_histogram_counted_in_parts_in_any_order_is_the_whole(parts: list[list
         assert histogram.state()[:1] == whole.state()[:1]
 
 
+@pytest.mark.parametrize("more", [1, 2, 40])
+def test_a_histogram_read_packed_takes_counts_past_what_its_bytes_held(more: int) -> None:
+    """Fine buckets read from a checkpoint stay packed, one byte a count when each is below
+    256, while a few durations are added to them: a count that outgrows its bytes, in a
+    bucket below the first and past the last, is counted whole, and saved wider."""
+    durations = [5] * 255 + [80]
+    loaded = saved(_twin(durations))
+    assert str(loaded.state()[0]).split(":")[1] == "B"
+    added = [5] * more + [1, 3_600_000]
+    for value in added:
+        loaded.add(value)
+    whole = _twin(durations + added)
+    assert figures(saved(loaded)) == figures(whole)
+    assert str(saved(loaded).state()[0]).split(":")[1] == "H"
+
+
 def test_a_histogram_of_a_few_long_durations_holds_a_few_counts() -> None:
     """Memory: one duration of an hour held some 700 zeros before it, per histogram."""
     histogram = _twin([3_600_000])
@@ -257,7 +274,11 @@ def test_fine_buckets_packed_come_back_as_they_were(first: int, counts: list[int
     """Counts of every size (one byte to eight each, by the largest) come back whole."""
     packed = pack(first, counts)
     assert packed.isascii()
-    assert unpack(packed) == (first, counts)
+    start, back = unpack(packed)
+    assert (start, back.tolist()) == (first, counts)
+    fewest = next(code for code in "BHIQ" if max(counts, default=0) < 1 << 8 * array(code).itemsize)
+    assert back.typecode == fewest
+    assert pack(first, back) == packed  # counts still packed are written as they were read
     with pytest.raises(OverflowError, match="2"):
         pack(first, [*counts, 2**64])
 
@@ -632,8 +653,12 @@ def test_durations_placed_together_fall_where_each_falls_alone(values: list[int]
     alone: dict[int, int] = {}
     for value in values:
         alone[bisect_left(bounds, value)] = alone.get(bisect_left(bounds, value), 0) + 1
-    together = {placed.first + at: times for at, times in enumerate(placed.fine) if times}
-    assert together == alone
-    assert placed.fine[0]
-    assert placed.fine[-1]
+    if placed.fine is None:  # each placed alone: its bucket, in order
+        assert placed.indexes == sorted(bisect_left(bounds, value) for value in values)
+        assert placed.first == placed.indexes[0]
+    else:
+        together = {placed.first + at: times for at, times in enumerate(placed.fine) if times}
+        assert together == alone
+        assert placed.fine[0]
+        assert placed.fine[-1]
     assert (placed.count, placed.total, placed.maximum) == (len(values), sum(values), max(values))
