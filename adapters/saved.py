@@ -1,23 +1,26 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 10, "crc": …}
+    {"version": 11, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: [label, place], …},
                           "bounds": [[offset, …], …]}} or null, …}
-    {the first key's aggregate}
+    {the first key's aggregate, its fine buckets ""}<TAB>FIRST:CODE:BASE64<TAB>FIRST:CODE:BASE64
     …
 
-Every line is JSON, and ASCII. An aggregate is decoded only when something is added
-to it, or shown, and written back as it was read while it is unchanged; `export`
-says where the textfile written last holds each unchanged key's lines (its place among
-the series, and where each place's lines start in each family), so that they
-are copied rather than rendered again (see entrypoints.prometheus). A `stats` that
-reads a few new lines so decodes, renders and encodes only the keys they touch,
-whatever the number of commands in the history. The first line holds the CRC-32 of
-all the others: a file damaged in any byte is known at once. Nothing in it is code
-to run. A checkpoint of version 8 (0.6) or 9 is carried over: its fine buckets,
-saved as text, are read once (domain.text_buckets).
+Every line is ASCII; the first two are JSON, and so is each aggregate's up to a tab,
+then its two histograms' fine buckets, after a tab each, as `histogram.pack` writes
+them (base64 needs no escape: they are neither escaped nor scanned as JSON). An
+aggregate is decoded only when something is added to it, or shown, and written back
+as it was read while it is unchanged; `export` says where the textfile written last
+holds each unchanged key's lines (its place among the series, and where each place's
+lines start in each family), so that they are copied rather than rendered again (see
+entrypoints.prometheus). A `stats` that reads a few new lines so decodes, renders and
+encodes only the keys they touch, whatever the number of commands in the history. The
+first line holds the CRC-32 of all the others: a file damaged in any byte is known at
+once. Nothing in it is code to run. A checkpoint of version 8 (0.6), 9 or 10 is
+carried over: an aggregate's line all JSON is read as before (the fine buckets of
+versions 8 and 9, saved as text, by domain.text_buckets).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-VERSION = 10
+VERSION = 11
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -54,11 +57,17 @@ class Kept:
 
     def wake(self) -> Aggregate:
         try:
-            state = cjson.loads(self.state)
+            head, *fine = bytes(self.state).split(b"\t")
+            state = cjson.loads(head)
             if type(state) is not dict:
                 raise TypeError(type(state).__name__)
+            if fine:  # a line of version 11 (one all JSON is of version 10 or before)
+                for name, packed in zip(FINE, fine, strict=True):
+                    if state[name][0] != "":
+                        raise ValueError("fine buckets in the JSON and after it")
+                    state[name][0] = str(packed, "ascii")
             return Aggregate.from_state(state)
-        except (ValueError, KeyError, TypeError, RecursionError, OverflowError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError, OverflowError) as exc:
             raise Damaged(f"an aggregate does not hold together: {type(exc).__name__}") from None
 
 
@@ -118,7 +127,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
             return None
         return Loaded(first, Summary.from_state(first["summary"]))
     version = first.get("version")
-    if version not in (8, 9, VERSION):
+    if version not in (8, 9, 10, VERSION):
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
@@ -170,8 +179,20 @@ def write(header: dict[str, object], summary: Summary) -> list[bytes | memoryvie
             summary.aggregate(key)  # read: written below with the others
     for key, aggregate in summary.awake.items():
         keys.append([key, aggregate.last_run])
-        states.append(cjson.dumps(aggregate.state()))
+        states.append(_line(aggregate.state()))
     return sealed({**header, "keys": keys}, states)
+
+
+FINE = ("durations", "attempt_durations")
+"""The histograms of an aggregate's state: the first field of each is its fine buckets."""
+
+
+def _line(state: dict[str, Any]) -> bytes:
+    """An aggregate's line: its state in JSON, its fine buckets after it (see above)."""
+    fine = [state[name][0].encode() for name in FINE]
+    for name in FINE:
+        state[name][0] = ""
+    return b"\t".join([cjson.dumps(state), *fine])
 
 
 def sealed(

@@ -257,10 +257,13 @@ def unpack(packed: object) -> tuple[int, array[int]]:
     try:
         if type(packed) is not str:
             raise TypeError
-        first, code, text = packed.split(":")
+        first, colon, rest = packed.partition(":")  # not split: the text is long, has none
+        code, again, text = rest.partition(":")
         data = a2b_base64(text)
         if not (
-            code in _CODES
+            colon
+            and again
+            and code in _CODES
             and first.isascii()
             and first.isdigit()
             and len(first) <= 4

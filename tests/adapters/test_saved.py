@@ -11,13 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import saved
+from adapters import cjson, saved
+from domain.errors import Damaged
 from domain.histogram import Histogram
 from domain.stats import Summary
 from entrypoints import prometheus
 from tests.checkpoints import HEADER
 
 T0 = 1_800_000_000.0
+VERSION = b'"version":%d' % saved.VERSION
 KEYS = st.text(min_size=1, max_size=12)
 """Command keys with tabs, newlines, quotes, backslashes and any other character."""
 RUNS = st.lists(
@@ -26,6 +28,9 @@ RUNS = st.lists(
     max_size=30,
 )
 Run = tuple[str, int, int, int]
+
+
+EXPORT = {"path": "/x.prom", "dev": 1, "ino": 2, "size": 3, "mtime_ns": 4, "labels": []}
 
 
 def replay(runs: list[Run], into: Summary, first: int = 0) -> None:
@@ -170,7 +175,7 @@ def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None
     export["lines"] = {"job": ["job", [0, 10] * 12]}
     data = b"".join(saved.write({**HEADER, "export": export}, history))
     assert saved.read(data, "cmd").export == export  # type: ignore[union-attr]
-    loaded = saved.read(data.replace(b'"version":10', b'"version":8', 1), "cmd")
+    loaded = saved.read(data.replace(VERSION, b'"version":8', 1), "cmd")
     assert loaded is not None
     assert loaded.export is None
     assert figures(loaded.summary) == figures(history)
@@ -193,12 +198,80 @@ def test_a_checkpoint_of_version_9_goes_on_with_its_fine_buckets_in_text() -> No
         states.append(json.dumps(state, separators=(",", ":")).encode())
     keys = [[key, aggregate.last_run] for key, aggregate in history.by_key.items()]
     data = b"".join(saved.sealed({**HEADER, "keys": keys}, states))
-    loaded = saved.read(data.replace(b'"version":10', b'"version":9', 1), "cmd")
+    loaded = saved.read(data.replace(VERSION, b'"version":9', 1), "cmd")
     assert loaded is not None
     assert figures(loaded.summary) == figures(history)
     again = saved.read(b"".join(saved.write(HEADER, loaded.summary)), "cmd")
     assert again is not None
     assert figures(again.summary) == figures(history)
+
+
+def _resealed(data: bytes, change: Any) -> bytes:
+    """`data` with each aggregate's line changed by `change`, under a CRC that matches."""
+    header, *states = data.split(b"\n")[1:-1]
+    return b"".join(saved.sealed(json.loads(header), [change(state) for state in states]))
+
+
+def test_an_aggregate_holds_its_fine_buckets_after_its_json() -> None:
+    """Base64 needs no escape: the fine buckets follow the JSON after a tab each, neither
+    escaped nor scanned as JSON, and come back whole."""
+    history = Summary()
+    replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000)], history)
+    data = b"".join(saved.write(dict(HEADER), history))
+    (line,) = data.split(b"\n")[2:-1]
+    head, *fine = line.split(b"\t")
+    state = json.loads(head)
+    assert [state[name][0] for name in saved.FINE] == ["", ""]
+    job = history.by_key["job"]
+    assert fine == [
+        str(hist.state()[0]).encode() for hist in (job.durations, job.attempt_durations)
+    ]
+    assert figures(through_file(history).summary) == figures(history)
+
+
+def test_a_checkpoint_of_version_10_goes_on() -> None:
+    """Version 10 held the fine buckets inside the JSON: its aggregates are read as they
+    are, its export copied from, and it is written back in the new form."""
+    history = Summary()
+    replay([("job", 2, 1, 5), ("other job", 1, 0, 3_600_000)], history)
+    text, series, placed = export(history, [])
+    lines = {**HEADER, "export": {**EXPORT, "lines": placed}}
+    states = [cjson.dumps(group.state()) for group in history.by_key.values()]
+    keys = [[key, group.last_run] for key, group in history.by_key.items()]
+    data = b"".join(saved.sealed({**lines, "keys": keys}, states))
+    loaded = saved.read(data.replace(VERSION, b'"version":10', 1), "cmd")
+    assert loaded is not None
+    assert loaded.export is not None
+    assert loaded.export["lines"]["bounds"] == placed["bounds"]
+    assert export(loaded.summary, series, before=(text, loaded.export["lines"]))[0] == text
+    assert figures(loaded.summary) == figures(history)
+    again = through_file(loaded.summary)
+    assert figures(again.summary) == figures(history)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda line: line.rsplit(b"\t", 1)[0],  # one histogram's buckets, not two
+        lambda line: line + b"\t" + line.rsplit(b"\t", 1)[1],  # three
+        lambda line: line.replace(b'"durations":[""', b'"durations":["0:B:AQ=="', 1),
+        lambda line: line.replace(b'"durations":["",', b'"durations":[', 1),
+        lambda line: line.replace(b'"durations":[', b'"durations":{"a":', 1),
+        lambda line: line.rsplit(b"\t", 1)[0] + b"\t\xff",  # not ASCII
+        lambda line: line.rsplit(b"\t", 1)[0] + b"\t0:B:A Q==",
+        lambda line: line.replace(b'"durations":["",', b'"durations":[[],', 1),
+        lambda line: line.replace(b'"durations":["",', b'"x":[],"durations":[],', 1),
+        lambda line: b"\t" + line,
+    ],
+)
+def test_an_aggregate_whose_fine_buckets_are_amiss_does_not_hold_together(change: Any) -> None:
+    history = Summary()
+    replay([("job", 2, 1, 5)], history)
+    data = b"".join(saved.write(dict(HEADER), history))
+    loaded = saved.read(_resealed(data, change), "cmd")
+    assert loaded is not None
+    with pytest.raises(Damaged, match="does not hold together"):
+        loaded.summary.aggregate("job")
 
 
 @pytest.mark.parametrize(
