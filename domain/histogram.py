@@ -27,7 +27,8 @@ class Histogram:
 
     In a checkpoint (`state`) the fine buckets are one string, written and read in C
     (`pack`): a `stats` that reads a few new lines decodes and encodes only the
-    histograms they touch, each in microseconds.
+    histograms they touch, each in microseconds, and adds to their counts in the array
+    they were read into (`_each`).
     """
 
     __slots__ = ("_buckets", "_count", "_first", "_le", "_maximum", "_total", "pending")
@@ -48,8 +49,7 @@ class Histogram:
 
     def add_many(self, values: list[int]) -> None:
         """Count durations of whole milliseconds: placed in their buckets with the others
-        waiting, once for all when the histogram is next read (placing costs one pass over
-        the buckets they span, however few they are)."""
+        waiting, once for all when the histogram is next read (see `Placed`)."""
         self.pending += values
 
     def settle(self) -> None:
@@ -100,8 +100,8 @@ class Histogram:
 
     def _fine(self, first: int, counts: list[int]) -> None:
         """Add counts to the fine buckets from `first` on: in one C-level pass over the
-        buckets they span, or, when most are zeros (a few durations from a millisecond to
-        an hour span hundreds), each of the others alone."""
+        buckets they span, or, when most are zeros (a histogram of a few durations from a
+        millisecond to an hour, merged in, spans hundreds), each of the others alone."""
         if not len(self._buckets):
             self._first, self._buckets = first, list(counts)
             return
