@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 
 
 class Ending:
-    """How the runner ends: with `status`, or by re-raising signal `signum`."""
+    """How the runner ends: with `status`, or by re-raising signal `signum`. Without
+    `teardown`, the process leaves at once, skipping the interpreter's (see `exit_with`)."""
 
-    __slots__ = ("signum", "status")
+    __slots__ = ("signum", "status", "teardown")
 
-    def __init__(self, status: int, signum: int | None = None) -> None:
+    def __init__(self, status: int, signum: int | None = None, *, teardown: bool = True) -> None:
         self.status = status
         self.signum = signum
+        self.teardown = teardown
 
 
 def main(
@@ -60,7 +62,7 @@ def launch(home: str | None) -> NoReturn:
     """The entry of runner.py, the zipapp and the installed command: run, then exit
     (by the signal itself after SIGINT or SIGQUIT)."""
     ending = _main(None, home, None)
-    exit_with(ending.status, ending.signum)
+    exit_with(ending.status, ending.signum, teardown=ending.teardown)
 
 
 def state_home(environ: Mapping[str, str]) -> str:
@@ -78,7 +80,7 @@ def _main(argv: list[str] | None, home: str | None, wiring: Wiring | None) -> En
     watch = wiring.watch()
     console = StreamConsole()
     try:
-        return Ending(_dispatch(argv, home, watch, console, wiring))
+        return _dispatch(argv, home, watch, console, wiring)
     except Interrupted as stop:
         again = stop.signum if stop.signum in REENTER_BY_SIGNAL else None
         return Ending(stop.exit_code, again)
@@ -96,7 +98,7 @@ def _dispatch(
     watch: SignalWatch,
     console: StreamConsole,
     wiring: Wiring,
-) -> int:
+) -> Ending:
     invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
     if invocation.home is None:
         invocation.home = home or state_home(os.environ)
@@ -106,18 +108,19 @@ def _dispatch(
         console.answer(
             page(invocation.topic) if invocation.action == "help" else f"runner {VERSION}"
         )
-        return ExitStatus.OK
+        return Ending(ExitStatus.OK)
     console.quiet = invocation.quiet
     try:
         if invocation.action in ("run", "apply"):
-            return _execute(invocation, watch, console, wiring)
+            return Ending(_execute(invocation, watch, console, wiring))
         from entrypoints.manage import manage
 
-        return manage(invocation, watch, console, wiring)
+        code = manage(invocation, watch, console, wiring)
+        return Ending(code, teardown=invocation.action != "stats")  # it holds only memory
     except LockBusy as busy:
         busy.status = invocation.conflict_exit_code
         if busy.status == ExitStatus.OK and invocation.quiet:
-            return ExitStatus.OK  # as `flock -n -E 0`: a busy lock is no news
+            return Ending(ExitStatus.OK)  # as `flock -n -E 0`: a busy lock is no news
         raise
 
 
@@ -225,22 +228,35 @@ def _perform(
     )
 
 
-def exit_with(status: int, signum: int | None = None) -> NoReturn:
+def exit_with(status: int, signum: int | None = None, *, teardown: bool = True) -> NoReturn:
     """Exit with `status`, ignoring signals that come once the work is done.
 
     Python puts back the default handlers while it shuts down; a SIGTERM in that
     window would otherwise kill a runner whose apply has already succeeded. With
     `signum`, the runner ends by that signal instead, once its output is flushed.
+    Without `teardown` (a process that holds only memory, such as stats' history and
+    checkpoint: freeing them object by object, then collecting once more, is a tenth of
+    a repeat), it leaves once its output is flushed; output that cannot be is left to
+    Python's own exit to report, as before.
     """
     from adapters.signals import FORWARDED, end_by_signal
 
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     if signum is not None:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):
-                pass
+        _flushed()
         end_by_signal(signum)
+    if not teardown and _flushed():
+        os._exit(status)
     sys.exit(status)
+
+
+def _flushed() -> bool:
+    """Flush stdout and stderr (each, whatever the other does); whether both were."""
+    whole = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            whole = False
+    return whole

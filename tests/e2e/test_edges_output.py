@@ -245,3 +245,77 @@ def test_the_runners_own_lines_never_carry_a_terminal_escape(lab: Lab, args: lis
     assert b"\x1b" not in result.stderr
     assert "\u202e".encode() not in result.stderr
     assert b"\\E[" in result.stderr or b"\\x1b[" in result.stderr
+
+
+TEARDOWN_SEEN = """
+import atexit, os, sys
+sys.path.insert(0, sys.argv.pop(1))
+atexit.register(lambda: os.write(2, b"torn down\\n"))
+from entrypoints.cli import launch
+launch(None)
+"""
+"""The runner's CLI, saying on stderr whether the interpreter's teardown ran."""
+
+
+def test_stats_leaves_without_the_interpreters_teardown_its_output_whole(lab: Lab) -> None:
+    """stats ends without freeing what it built object by object (a tenth of a repeat),
+    its table still whole on a buffered stdout (cron's environment); run still tears down."""
+    for n in range(30):
+        lab.run("run", "--", "sh", "-c", f"exit {n % 2}", f"job{n}")
+    cron = {name: lab.env[name] for name in ("PATH", "RUNNER_HOME")}
+
+    def through_script(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-c", TEARDOWN_SEEN, os.path.dirname(RUNNER), *args],
+            env=cron,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+
+    table = through_script("stats")
+    assert table.returncode == 0
+    assert table.stderr == b""
+    assert table.stdout == lab.run("stats").stdout
+    assert table.stdout.count(b"job") == 30
+    ran = through_script("run", "--", "true")
+    assert (ran.returncode, ran.stderr) == (0, b"torn down\n")
+
+
+LEAVE_AT_ONCE = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+from entrypoints.cli import exit_with
+for _ in range(int(sys.argv[1])):
+    sys.stdout.write("line\\n")
+exit_with(4, teardown=False)
+"""
+"""Text left in stdout's buffer (its last part), then an exit without the interpreter's
+teardown."""
+
+
+def test_leaving_at_once_flushes_the_output_first(lab: Lab) -> None:
+    whole = subprocess.run(
+        [sys.executable, "-c", LEAVE_AT_ONCE, os.path.dirname(RUNNER), "20000"],
+        env={"PATH": lab.env["PATH"]},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (whole.returncode, whole.stdout, whole.stderr) == (4, b"line\n" * 20000, b"")
+
+
+def test_leaving_at_once_with_output_that_cannot_be_written_is_never_silent(lab: Lab) -> None:
+    """The buffer cannot be flushed to a full device: Python's own exit reports it, as it
+    did before (never an exit as if the text had been written)."""
+    with open("/dev/full", "w") as device:
+        full = subprocess.run(
+            [sys.executable, "-c", LEAVE_AT_ONCE, os.path.dirname(RUNNER), "100"],
+            env={"PATH": lab.env["PATH"]},
+            stdout=device,
+            stderr=subprocess.PIPE,
+            timeout=30,
+            check=False,
+        )
+    assert full.returncode == 120
+    assert b"No space left" in full.stderr
