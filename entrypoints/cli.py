@@ -235,9 +235,9 @@ def exit_with(status: int, signum: int | None = None, *, teardown: bool = True) 
     window would otherwise kill a runner whose apply has already succeeded. With
     `signum`, the runner ends by that signal instead, once its output is flushed.
     Without `teardown` (a process that holds only memory, such as stats' history and
-    checkpoint: freeing them object by object, then collecting once more, is a tenth of
-    a repeat), it leaves once its output is flushed; output that cannot be is left to
-    Python's own exit to report, as before.
+    checkpoint: freeing them object by object, then collecting once more, costs a
+    repeat some 3 ms), it leaves once its output is flushed; output that cannot be is
+    left to Python's own exit to report, as before.
     """
     from adapters.signals import FORWARDED, end_by_signal
 

@@ -258,7 +258,7 @@ launch(None)
 
 
 def test_stats_leaves_without_the_interpreters_teardown_its_output_whole(lab: Lab) -> None:
-    """stats ends without freeing what it built object by object (a tenth of a repeat),
+    """stats ends without freeing what it built object by object (3 ms of a repeat),
     its table still whole on a buffered stdout (cron's environment); run still tears down."""
     for n in range(30):
         lab.run("run", "--", "sh", "-c", f"exit {n % 2}", f"job{n}")
