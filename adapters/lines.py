@@ -8,7 +8,10 @@ once, far faster than decoding JSON; what it matches, `json.loads` reads the sam
 (a hand-written line, another writer's, a hostile one) is read line by line, each line
 the fast way if it can be and with `json.loads` if not. A batch of a few lines (a
 `stats` that reads what was added since the last) is read line by line with the json
-module's C reader, without compiling the pattern or importing `re`.
+module's C reader, without building the pattern. The pattern is built from its program
+compiled beforehand, without importing `re`, where the interpreter's regular expression
+engine is one it was made for (see line_form.prebuilt); else `re` compiles it, and only
+for a batch of a thousand lines or more.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from operator import itemgetter
 from adapters import cjson
 from adapters.batches import nonblank
 from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
-from adapters.line_form import MAYBE_OBJECT, runner_line
+from adapters.line_form import MAYBE_OBJECT, prebuilt, runner_line
 from adapters.timestamps import parse as _parse_ts
 from domain.words import bounded, shell_words, visible
 
@@ -28,10 +31,14 @@ if TYPE_CHECKING:
 
     from domain.stats import Summary
 
-FAST_FROM = 1000
-"""Lines in a batch from which the pattern is used: importing `re` and compiling the pattern
-cost what reading about a thousand lines with `json` does (a `stats` that reads a few
-new lines does neither)."""
+FAST_FROM = 100
+"""Lines in a batch from which the pattern is used, when it is built from its program
+compiled beforehand (line_form.prebuilt): fewer cost less read each with the json
+module's C reader than building the pattern does."""
+COMPILED_FROM = 1000
+"""The same where `re` must compile the pattern (an engine the program was not made for):
+importing `re` and compiling the pattern cost what reading about a thousand lines with
+`json` does."""
 
 _FIELDS = itemgetter("ts", "cmd", "attempt", "rc", "duration_ms", "run_id")
 
@@ -56,10 +63,12 @@ _BROKEN = (
 class LineReader:
     """Decodes batches of lines into `summary`, counting the lines and the malformed ones."""
 
-    def __init__(self, summary: Summary, by: str, fast_from: int = FAST_FROM) -> None:
+    def __init__(self, summary: Summary, by: str, fast_from: int | None = None) -> None:
         self.summary = summary
         self.by = by
         self.fast_from = fast_from
+        """Lines in a batch from which the pattern is used (None: FAST_FROM or COMPILED_FROM,
+        whichever holds here)."""
         self.lines = 0
         self.malformed = 0
         self._keys: dict[bytes, str] = {}
@@ -74,7 +83,7 @@ class LineReader:
         """Decode `count` lines joined by newlines, an empty one malformed: in one go when all
         are in the runner's form, else one at a time."""
         self.lines += count
-        if count < self.fast_from:
+        if not self._fast(count):
             self._few(chunk, count)
             return
         pattern = runner_line()
@@ -100,6 +109,12 @@ class LineReader:
                 self._rows([found.groups(b"")])
             else:
                 self._record(_decode(line))
+
+    def _fast(self, count: int) -> bool:
+        """Whether a batch of `count` lines is read with the pattern."""
+        if self.fast_from is not None:
+            return count >= self.fast_from
+        return count >= COMPILED_FROM or (count >= FAST_FROM and prebuilt() is not None)
 
     def _few(self, chunk: bytes, count: int) -> None:
         """`count` lines, each decoded by the json module's C reader; an empty one malformed."""

@@ -9,6 +9,9 @@ import signal
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from adapters.jsonl import attempt_line
+from adapters.line_form import POSSESSIVE
+from domain.attempts import AttemptRecord
 from tests.e2e.conftest import Lab
 from tests.procs import UNTIL, catches, lock_held_elsewhere, read_pid, wait_for
 
@@ -191,3 +194,37 @@ def test_a_repeat_after_a_few_runs_imports_neither_re_nor_json(lab: Lab) -> None
     for sample in families["runner_runs"].samples:
         runs[sample.labels["cmd"]] = runs.get(sample.labels["cmd"], 0) + sample.value
     assert runs == {"true": 1, "false": 1, "sh -c 'exit 3'": 1}
+
+
+@pytest.mark.skipif(not POSSESSIVE, reason="no line pattern before Python 3.11")
+def test_a_repeat_after_an_hour_of_runs_reads_them_with_the_pattern_without_re(lab: Lab) -> None:
+    """An hour's runs (over a thousand lines) are read with the line pattern, built from its
+    program compiled beforehand: `re` is not imported, and every run is counted."""
+    prom = str(lab.tmp / "runner.prom")
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0
+    hour = [
+        AttemptRecord(1_800_000_000.0 + n, ["job", str(n % 3)], 1, n % 2, 5, f"r{n:05d}")
+        for n in range(1500)
+    ]
+    with lab.log.open("ab") as log:
+        log.write(b"".join(map(attempt_line, hour)))
+    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.decode().splitlines()
+    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    assert "adapters.line_program" in imported
+    assert not imported & {"re", "json"}
+    families = text_string_to_metric_families((lab.tmp / "runner.prom").read_text())
+    runs = {
+        (sample.labels["cmd"], sample.labels["outcome"]): sample.value
+        for family in families
+        if family.name == "runner_runs"
+        for sample in family.samples
+        if sample.value
+    }
+    assert runs == {
+        ("true", "success"): 1,
+        **{(f"job {k}", "success"): 250 for k in range(3)},
+        **{(f"job {k}", "failure"): 250 for k in range(3)},
+    }
