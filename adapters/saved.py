@@ -1,26 +1,26 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 11, "crc": …}
+    {"version": 12, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: [label, place], …},
                           "bounds": [[offset, …], …]}} or null, …}
-    {the first key's aggregate, its fine buckets ""}<TAB>FIRST:CODE:BASE64<TAB>FIRST:CODE:BASE64
+    [the first key's figures]<TAB>FINE<TAB>FINE<TAB>RECENT
     …
 
-Every line is ASCII; the first two are JSON, and so is each aggregate's up to a tab,
-then its two histograms' fine buckets, after a tab each, as `histogram.pack` writes
-them (base64 needs no escape: they are neither escaped nor scanned as JSON). An
-aggregate is decoded only when something is added to it, or shown, and written back
+Every line is ASCII; the first two are JSON, and so is each aggregate's up to a tab
+(see adapters.aggregate_line for the rest: its fine buckets and recent runs, packed).
+An aggregate is decoded only when something is added to it, or shown, and written back
 as it was read while it is unchanged; `export` says where the textfile written last
 holds each unchanged key's lines (its place among the series, and where each place's
 lines start in each family), so that they are copied rather than rendered again (see
 entrypoints.prometheus). A `stats` that reads a few new lines so decodes, renders and
 encodes only the keys they touch, whatever the number of commands in the history. The
 first line holds the CRC-32 of all the others: a file damaged in any byte is known at
-once. Nothing in it is code to run. A checkpoint of version 8 (0.6), 9 or 10 is
-carried over: an aggregate's line all JSON is read as before (the fine buckets of
-versions 8 and 9, saved as text, by domain.text_buckets).
+once. Nothing in it is code to run. A checkpoint of version 8 (0.6) to 11 is carried
+over: an aggregate's line that is a JSON object, its fine buckets in it or after a tab
+each (version 11), is read as before (the fine buckets of versions 8 and 9, saved as
+text, by domain.text_buckets).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import os
 import stat
 from binascii import crc32
 
-from adapters import cjson
+from adapters import aggregate_line, cjson
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-VERSION = 11
+VERSION = 12
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -57,7 +57,10 @@ class Kept:
 
     def wake(self) -> Aggregate:
         try:
-            head, *fine = bytes(self.state).split(b"\t")
+            data = bytes(self.state)
+            if data[:1] == b"[":  # version 12 (a JSON object is of version 11 or before)
+                return aggregate_line.read(data)
+            head, *fine = data.split(b"\t")
             state = cjson.loads(head)
             if type(state) is not dict:
                 raise TypeError(type(state).__name__)
@@ -127,7 +130,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
             return None
         return Loaded(first, Summary.from_state(first["summary"]))
     version = first.get("version")
-    if version not in (8, 9, 10, VERSION):
+    if version not in (8, 9, 10, 11, VERSION):
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
@@ -179,20 +182,13 @@ def write(header: dict[str, object], summary: Summary) -> list[bytes | memoryvie
             summary.aggregate(key)  # read: written below with the others
     for key, aggregate in summary.awake.items():
         keys.append([key, aggregate.last_run])
-        states.append(_line(aggregate.state()))
+        states.append(aggregate_line.line(aggregate))
     return sealed({**header, "keys": keys}, states)
 
 
 FINE = ("durations", "attempt_durations")
-"""The histograms of an aggregate's state: the first field of each is its fine buckets."""
-
-
-def _line(state: dict[str, Any]) -> bytes:
-    """An aggregate's line: its state in JSON, its fine buckets after it (see above)."""
-    fine = [state[name][0].encode() for name in FINE]
-    for name in FINE:
-        state[name][0] = ""
-    return b"\t".join([cjson.dumps(state), *fine])
+"""The histograms of a version 11 aggregate: the first field of each is its fine buckets,
+"" in its JSON, the buckets themselves after it."""
 
 
 def sealed(

@@ -160,6 +160,8 @@ class Aggregate:
         made.outcomes = {o: int(made.outcomes[o]) for o in OUTCOMES}
         made.attempt_outcomes = {o: int(made.attempt_outcomes[o]) for o in OUTCOMES}
         made.recent = [(float(at), str(outcome)) for at, outcome in made.recent]
+        if not all(outcome in OUTCOMES for _, outcome in made.recent):
+            raise ValueError("recent runs")  # a checkpoint writes each as its place among them
         made.codes = {int(rc): int(n) for rc, n in state["codes"]}
         made.durations = Histogram.from_state(state["durations"])
         made.attempt_durations = Histogram.from_state(state["attempt_durations"])

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import struct
+from binascii import a2b_base64, b2a_base64
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import cjson, saved
+from adapters import aggregate_line, cjson, saved
+from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.histogram import Histogram
 from domain.stats import Summary
@@ -212,21 +216,53 @@ def _resealed(data: bytes, change: Any) -> bytes:
     return b"".join(saved.sealed(json.loads(header), [change(state) for state in states]))
 
 
-def test_an_aggregate_holds_its_fine_buckets_after_its_json() -> None:
-    """Base64 needs no escape: the fine buckets follow the JSON after a tab each, neither
-    escaped nor scanned as JSON, and come back whole."""
+def test_an_aggregate_holds_its_figures_then_its_fine_buckets_and_recent_runs_packed() -> None:
+    """Version 12: the figures in a JSON array, then after a tab each the two histograms'
+    fine buckets and the recent runs packed (base64 needs no escape: none is scanned as
+    JSON); all come back exactly."""
     history = Summary()
-    replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000)], history)
+    replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000), ("job", 1, 137, 7)], history)
     data = b"".join(saved.write(dict(HEADER), history))
     (line,) = data.split(b"\n")[2:-1]
-    head, *fine = line.split(b"\t")
-    state = json.loads(head)
-    assert [state[name][0] for name in saved.FINE] == ["", ""]
+    head, *fine, recent = line.split(b"\t")
+    figures_ = json.loads(head)
     job = history.by_key["job"]
+    assert figures_[:6] == [3, 4, 2, 1, [1, 1, 0, 1], [1, 2, 0, 1]]
     assert fine == [
         str(hist.state()[0]).encode() for hist in (job.durations, job.attempt_durations)
     ]
+    times, marks = recent.split(b":")
+    assert (len(a2b_base64(times)), marks) == (24, b"103")  # failure, success, signal
     assert figures(through_file(history).summary) == figures(history)
+
+
+def v11_line(group: Aggregate) -> bytes:
+    """An aggregate's line as version 11 wrote it: its state in JSON, its fine buckets after
+    it, "" in their place."""
+    state: dict[str, Any] = group.state()
+    fine = [state[name][0].encode() for name in saved.FINE]
+    for name in saved.FINE:
+        state[name][0] = ""
+    return b"\t".join([cjson.dumps(state), *fine])
+
+
+def test_a_checkpoint_of_version_11_goes_on() -> None:
+    """Version 11 held each aggregate in a JSON object: read as it is, its export copied
+    from, and written back in the new form."""
+    history = Summary()
+    replay([("job", 2, 1, 5), ("other job", 1, 0, 3_600_000)], history)
+    text, series, placed = export(history, [])
+    lines = {**HEADER, "export": {**EXPORT, "lines": placed}}
+    states = [v11_line(group) for group in history.by_key.values()]
+    keys = [[key, group.last_run] for key, group in history.by_key.items()]
+    data = b"".join(saved.sealed({**lines, "keys": keys}, states))
+    loaded = saved.read(data.replace(VERSION, b'"version":11', 1), "cmd")
+    assert loaded is not None
+    assert export(loaded.summary, series, before=(text, placed))[0] == text
+    assert figures(loaded.summary) == figures(history)
+    again = b"".join(saved.write(HEADER, loaded.summary))
+    assert all(line.startswith(b"[") for line in again.split(b"\n")[2:-1])
+    assert figures(through_file(loaded.summary).summary) == figures(history)
 
 
 def test_a_checkpoint_of_version_10_goes_on() -> None:
@@ -249,6 +285,65 @@ def test_a_checkpoint_of_version_10_goes_on() -> None:
     assert figures(again.summary) == figures(history)
 
 
+def _planted(change: Any, form: Any) -> saved.Loaded:
+    """A checkpoint of one aggregate, its line in `form`, changed by `change`."""
+    history = Summary()
+    replay([("job", 2, 1, 5), ("job", 1, 137, 9)], history)
+    header = {**HEADER, "keys": [["job", T0]]}
+    data = b"".join(saved.sealed(header, [change(form(history.by_key["job"]))]))
+    loaded = saved.read(data, "cmd")
+    assert loaded is not None
+    return loaded
+
+
+def _recent(line: bytes, times: bytes | None = None, marks: bytes | None = None) -> bytes:
+    """A version 12 line with its recent runs' times or marks replaced."""
+    rest, recent = line.rsplit(b"\t", 1)
+    old_times, old_marks = recent.split(b":")
+    return rest + b"\t" + (old_times if times is None else times) + b":" + (marks or old_marks)
+
+
+NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda line: line.rsplit(b"\t", 1)[0],  # three fields, not four
+        lambda line: line + b"\t",  # five
+        lambda line: b"[" + line,  # figures in a list of their own
+        lambda line: line.replace(b"[2,", b"[", 1),  # a figure short
+        lambda line: line.replace(b"[2,", b"[-2,", 1),  # a count below zero
+        lambda line: line.replace(b"[2,", b'["2",', 1),
+        lambda line: line.replace(b"[2,", b"[true,", 1),
+        lambda line: line.replace(b"[0,1,0,1],", b"[0,1,0],", 1),  # three outcomes
+        lambda line: line.replace(b"[[1,1],[137,1]]", b"[[1,1,1],[137,1]]", 1),  # codes
+        lambda line: line.replace(b"[[1,1],[137,1]]", b"[[1,-1],[137,1]]", 1),
+        lambda line: line.replace(b"[[1,1],[137,1]]", b"[1,137]", 1),
+        lambda line: line.replace(b",137,0.009,", b',"137",0.009,', 1),  # last_rc as text
+        lambda line: line.replace(b"\t", b"\t\xff", 1),  # fine buckets not ASCII
+        lambda line: line.replace(b":B:", b":B: ", 1),
+        lambda line: _recent(line, marks=b"1"),  # fewer outcomes than times
+        lambda line: _recent(line, marks=b"07"),  # an outcome of no place
+        lambda line: _recent(line, times=b"AAAA"),  # not whole doubles
+        lambda line: _recent(line, times=b"AAAAAAAAAAAAAAAAAAAAAB=="),  # not canonical
+        lambda line: _recent(line, times=NAN),
+        lambda line: line.rsplit(b":", 1)[0],  # no marks
+        lambda line: b"\t" + line,
+    ],
+)
+def test_an_aggregate_line_that_is_amiss_does_not_hold_together(change: Any) -> None:
+    loaded = _planted(change, aggregate_line.line)
+    with pytest.raises(Damaged, match="does not hold together"):
+        loaded.summary.aggregate("job")
+
+
+def test_the_planted_aggregate_holds_together_unchanged() -> None:
+    """The lines the test above changes, unchanged, are read (each change is what fails)."""
+    for form in (aggregate_line.line, v11_line):
+        assert _planted(lambda line: line, form).summary.aggregate("job").runs == 2
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -261,15 +356,11 @@ def test_a_checkpoint_of_version_10_goes_on() -> None:
         lambda line: line.rsplit(b"\t", 1)[0] + b"\t0:B:A Q==",
         lambda line: line.replace(b'"durations":["",', b'"durations":[[],', 1),
         lambda line: line.replace(b'"durations":["",', b'"x":[],"durations":[],', 1),
-        lambda line: b"\t" + line,
+        lambda line: line.replace(b'"failure"]', b'"lost"]', 1),  # a recent run's outcome
     ],
 )
-def test_an_aggregate_whose_fine_buckets_are_amiss_does_not_hold_together(change: Any) -> None:
-    history = Summary()
-    replay([("job", 2, 1, 5)], history)
-    data = b"".join(saved.write(dict(HEADER), history))
-    loaded = saved.read(_resealed(data, change), "cmd")
-    assert loaded is not None
+def test_a_version_11_aggregate_that_is_amiss_does_not_hold_together(change: Any) -> None:
+    loaded = _planted(change, v11_line)
     with pytest.raises(Damaged, match="does not hold together"):
         loaded.summary.aggregate("job")
 
@@ -278,7 +369,7 @@ def test_an_aggregate_whose_fine_buckets_are_amiss_does_not_hold_together(change
     "damage",
     [
         lambda data: data[:-1],  # cut short
-        lambda data: data.replace(b'"runs":1', b'"runs":2'),  # a count changed
+        lambda data: data.replace(b"\n[1,", b"\n[2,"),  # a count changed
         lambda data: data.replace(b'"lines":0', b'"lines":7'),  # the header changed
         lambda data: data + b"x",
     ],

@@ -172,8 +172,8 @@ def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
     prom = lab.home / "runner.prom"
     assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
     data = checkpoint(lab).read_bytes()
-    assert data.count(b'"runs":2,') == 1
-    checkpoint(lab).write_bytes(data.replace(b'"runs":2,', b'"runs":7,'))
+    assert data.count(b"\n[2,") == 1  # the command's runs, first on its line
+    checkpoint(lab).write_bytes(data.replace(b"\n[2,", b"\n[7,"))
     result = lab.run("stats", "-q", "--prometheus", str(prom))
     assert b"set the stats checkpoint" in result.stderr
     assert b"CRC" in result.stderr or b"ValueError" in result.stderr
@@ -241,8 +241,8 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
     lab.run("run", "--", "true")
     lab.run("stats", "-q")
     _, header, *states = checkpoint(lab).read_bytes().split(b"\n")
-    assert b'"runs":1,' in states[0]
-    planted = [state.replace(b'"runs":1,', b'"runs":1000000,') for state in states[:-1]]
+    assert states[0].startswith(b"[1,")  # the command's runs, first on its line
+    planted = [b"[1000000," + state.removeprefix(b"[1,") for state in states[:-1]]
     checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), planted)))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
