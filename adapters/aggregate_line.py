@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from array import array
 from binascii import a2b_base64, b2a_base64
+from itertools import chain
 
 from adapters import cjson
 from domain.aggregate import RECENT, Aggregate
@@ -78,11 +79,10 @@ def read(data: bytes) -> Aggregate:
     (runs, attempts, most, retried, outcomes, tried, last_run, last_rc, last_duration) = fields[:9]
     last_success, last_failure, last_failure_rc, codes = fields[9:13]
     if not (
-        _counts([runs, attempts, most, retried])
-        and type(outcomes) is list
+        type(outcomes) is list
         and type(tried) is list
         and len(outcomes) == len(tried) == len(OUTCOMES)
-        and _counts(outcomes + tried)
+        and _counts([runs, attempts, most, retried, *outcomes, *tried])
     ):
         raise ValueError("counts")
     if not all(map(_moment, (last_run, last_duration, last_success, last_failure))):
@@ -91,18 +91,16 @@ def read(data: bytes) -> Aggregate:
         last_failure_rc is None or type(last_failure_rc) is int
     ):
         raise ValueError("exit codes")
-    if not (type(codes) is list and all(type(pair) is list and len(pair) == 2 for pair in codes)):
+    if type(codes) is not list or not _counts(list(chain.from_iterable(codes))):
         raise ValueError("codes")
-    made = Aggregate()
+    made = Aggregate.__new__(Aggregate)  # every field set here: none made to be replaced
     made.runs, made.attempts, made.attempts_max, made.retried = runs, attempts, most, retried
     made.outcomes = dict(zip(OUTCOMES, outcomes, strict=True))
     made.attempt_outcomes = dict(zip(OUTCOMES, tried, strict=True))
     made.last_run, made.last_rc, made.last_duration = last_run, last_rc, last_duration
     made.last_success, made.last_failure = last_success, last_failure
     made.last_failure_rc = last_failure_rc
-    made.codes = dict(map(tuple, codes))
-    if not _counts(list(made.codes)) or not _counts(list(made.codes.values())):
-        raise ValueError("codes")
+    made.codes = dict(codes)  # ValueError unless each is a pair
     made.durations = Histogram.from_state([str(fine_runs, "ascii"), *fields[13:17]])
     made.attempt_durations = Histogram.from_state([str(fine_attempts, "ascii"), *fields[17:]])
     made.recent = _recent(recent)
@@ -120,9 +118,18 @@ def _recent(packed: bytes) -> list[tuple[float, str]]:
     times.frombytes(data)  # ValueError unless whole doubles
     if sys.byteorder == "big":
         times.byteswap()
-    if len(times) != len(marks) or len(marks) > RECENT or not all(map(_moment, times)):
+    if not (
+        len(times) == len(marks) <= RECENT
+        and all(map(_AFTER_EARLIEST, times))  # both false for NaN
+        and all(map(_BEFORE_LATEST, times))
+    ):
         raise ValueError("recent runs")
     return list(zip(times.tolist(), map(_OUTCOME.__getitem__, marks), strict=True))
+
+
+_AFTER_EARLIEST = (-1e15).__lt__
+_BEFORE_LATEST = (1e15).__gt__
+"""A time a log can hold is within these (see _moment), compared in C."""
 
 
 def _counts(values: list[Any]) -> bool:

@@ -217,7 +217,8 @@ class Histogram:
             (first, counts), pairs = unpack(packed), {}  # kept packed while added to (`_each`)
         if not (_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
-        made = cls()
+        made = cls.__new__(cls)  # every field set here: none made to be replaced
+        made.pending = []
         made._first, made._buckets, made._le = first, counts, le
         for index, times in pairs.items():  # an old checkpoint's counts beside its text
             made._fine(index, [times])

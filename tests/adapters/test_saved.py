@@ -417,3 +417,16 @@ def test_lines_that_the_header_does_not_name_are_refused(extra: bytes) -> None:
         saved.read(planted, "cmd")
     with pytest.raises(ValueError, match="keys"):
         saved.read(b"".join(saved.sealed(json.loads(header), [])), "cmd")
+
+
+def test_an_aggregate_read_from_its_line_has_every_field_set() -> None:
+    """The line is read into an aggregate and histograms made without their defaults: each
+    field is set from the line, none left out (a field added later included)."""
+    history = Summary()
+    replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000)], history)
+    job = through_file(history).summary.aggregate("job")
+    assert all(hasattr(job, name) for name in Aggregate.__slots__)
+    for histogram, counted in ((job.durations, 2), (job.attempt_durations, 3)):
+        assert all(hasattr(histogram, name) for name in Histogram.__slots__)
+        histogram.add(7)
+        assert histogram.count == counted + 1
