@@ -10,8 +10,9 @@ are each histogram's (run durations, then attempt durations), FINE its fine buck
 `histogram.pack` writes them. RECENT is the start times of the latest runs as
 little-endian doubles in base64, a colon, then each one's outcome as a digit (its place
 in OUTCOMES): the times come back exactly, with neither a float written as text nor one
-read from it. Half the cost of the line it replaces (a JSON object with the times in
-it), written and read once for each command that new runs touch.
+read from it. Written and read once for each command that new runs touch: a third
+less to write than the line it replaces (a JSON object, the times in it), an eighth
+less to read.
 """
 
 from __future__ import annotations

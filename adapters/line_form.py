@@ -78,9 +78,9 @@ def runner_line() -> re.Pattern[bytes] | None:
 
 def prebuilt() -> re.Pattern[bytes] | None:
     """The pattern built from adapters.line_program (what `re.compile` makes of it), without
-    importing `re`: 12 million instructions fewer than compiling it, more than reading an
-    hour's thousand lines with it costs. None on an engine it was not made for, or when
-    the program is not the pattern's."""
+    importing `re`: 12.7 million instructions fewer than importing it and compiling, half
+    what reading an hour's thousand lines with the pattern costs. None on an engine it
+    was not made for, or when the program is not the pattern's."""
     if not _built:
         _built.append(_from_program() if POSSESSIVE else None)
     return _built[0]
