@@ -173,6 +173,14 @@ def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> 
         assert waiting.wait(timeout=20) == 143
 
 
+def imported_by_stats(lab: Lab, prom: str) -> set[str]:
+    """The modules a `stats -q --prometheus` imports (it succeeds)."""
+    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.decode().splitlines()
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+
+
 def test_a_repeat_after_a_few_runs_imports_neither_re_nor_json(lab: Lab) -> None:
     """stats in cron every minute reads a few new lines: with the json module's C reader,
     without importing `re` to compile the line pattern, or the json package (each cost
@@ -182,10 +190,7 @@ def test_a_repeat_after_a_few_runs_imports_neither_re_nor_json(lab: Lab) -> None
     assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0
     lab.run("run", "--", "false")
     lab.run("run", "--name", "job", "--", "sh", "-c", "exit 3")
-    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert result.returncode == 0, result.stderr
-    lines = result.stderr.decode().splitlines()
-    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    imported = imported_by_stats(lab, prom)
     assert "adapters.lines" in imported
     assert not imported & {"re", "json"}
     text = (lab.tmp / "runner.prom").read_text()
@@ -209,10 +214,7 @@ def test_a_repeat_after_an_hour_of_runs_reads_them_with_the_pattern_without_re(l
     ]
     with lab.log.open("ab") as log:
         log.write(b"".join(map(attempt_line, hour)))
-    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert result.returncode == 0, result.stderr
-    lines = result.stderr.decode().splitlines()
-    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    imported = imported_by_stats(lab, prom)
     assert "adapters.line_program" in imported
     assert not imported & {"re", "json"}
     families = text_string_to_metric_families((lab.tmp / "runner.prom").read_text())
