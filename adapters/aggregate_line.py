@@ -23,13 +23,9 @@ from binascii import a2b_base64, b2a_base64
 from itertools import chain
 
 from adapters import cjson
-from domain.aggregate import RECENT, Aggregate
-from domain.histogram import Histogram
+from domain.aggregate import RECENT, Aggregate, is_moment
+from domain.histogram import Histogram, whole_counts
 from domain.outcomes import OUTCOMES
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
-if TYPE_CHECKING:
-    from typing import Any
 
 FIELDS = 21
 """Figures in the JSON array."""
@@ -83,16 +79,16 @@ def read(data: bytes) -> Aggregate:
         type(outcomes) is list
         and type(tried) is list
         and len(outcomes) == len(tried) == len(OUTCOMES)
-        and _counts([runs, attempts, most, retried, *outcomes, *tried])
+        and whole_counts([runs, attempts, most, retried, *outcomes, *tried])
     ):
         raise ValueError("counts")
-    if not all(map(_moment, (last_run, last_duration, last_success, last_failure))):
+    if not all(map(is_moment, (last_run, last_duration, last_success, last_failure))):
         raise ValueError("times")
     if not (last_rc is None or type(last_rc) is int) or not (
         last_failure_rc is None or type(last_failure_rc) is int
     ):
         raise ValueError("exit codes")
-    if type(codes) is not list or not _counts(list(chain.from_iterable(codes))):
+    if type(codes) is not list or not whole_counts(list(chain.from_iterable(codes))):
         raise ValueError("codes")
     made = Aggregate.__new__(Aggregate)  # every field set here: none made to be replaced
     made.runs, made.attempts, made.attempts_max, made.retried = runs, attempts, most, retried
@@ -130,14 +126,4 @@ def _recent(packed: bytes) -> list[tuple[float, str]]:
 
 _AFTER_EARLIEST = (-1e15).__lt__
 _BEFORE_LATEST = (1e15).__gt__
-"""A time a log can hold is within these (see _moment), compared in C."""
-
-
-def _counts(values: list[Any]) -> bool:
-    """Whether every value is a whole number, none below zero."""
-    return set(map(type, values)) <= {int} and min(values, default=0) >= 0
-
-
-def _moment(value: object) -> bool:
-    """None, or a number of seconds a log can hold (not NaN, not infinite)."""
-    return value is None or (type(value) in (int, float) and -1e15 < value < 1e15)  # type: ignore[operator]
+"""A time a log can hold is within these (see domain.aggregate.is_moment), compared in C."""

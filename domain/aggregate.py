@@ -151,7 +151,7 @@ class Aggregate:
             setattr(made, name, state[name])
         if not all(_count(getattr(made, name)) for name in _COUNTS):
             raise ValueError("counts")
-        if not all(_moment(getattr(made, name)) for name in _MOMENTS):
+        if not all(is_moment(getattr(made, name)) for name in _MOMENTS):
             raise ValueError("times")
         if not all(
             getattr(made, name) is None or type(getattr(made, name)) is int for name in _RCS
@@ -172,7 +172,7 @@ def _count(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-def _moment(value: object) -> bool:
+def is_moment(value: object) -> bool:
     """None, or a number of seconds a log can hold (not NaN, not infinite)."""
     return value is None or (type(value) in (int, float) and -1e15 < value < 1e15)  # type: ignore[operator]
 

@@ -215,7 +215,7 @@ class Histogram:
         else:
             packed, le, total_count, total, maximum = state
             (first, counts), pairs = unpack(packed), {}  # kept packed while added to (`_each`)
-        if not (_counts(le) and len(le) == len(LE_SECONDS) + 1):
+        if not (whole_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
         made = cls.__new__(cls)  # every field set here: none made to be replaced
         made.pending = []
@@ -281,6 +281,6 @@ def unpack(packed: object) -> tuple[int, array[int]]:
     return int(first), counts
 
 
-def _counts(values: list[Any]) -> bool:
+def whole_counts(values: list[Any]) -> bool:
     """Whether `values` is a list of whole numbers, none below zero (in C-level passes)."""
     return type(values) is list and set(map(type, values)) <= {int} and min(values, default=0) >= 0
