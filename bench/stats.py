@@ -35,11 +35,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from adapters.jsonl import attempt_line  # noqa: E402 - after the path is set
-from adapters.line_form import RUNNER_LINE_PATTERN  # noqa: E402
+from adapters import line_program  # noqa: E402 - after the path is set
+from adapters.jsonl import attempt_line  # noqa: E402
+from adapters.line_form import RUNNER_LINE_PATTERN, prebuilt  # noqa: E402
 from domain.attempts import AttemptRecord  # noqa: E402
 
 RUNNER = str(ROOT / "runner.py")
+PREBUILT = (
+    f"{line_program.FLAGS} {line_program.GROUPS} {line_program.PROGRAM}" if prebuilt() else ""
+)
+"""The line pattern's flags, groups and program, for the floor to build it as `stats` does on
+this interpreter (empty where `re` must compile it)."""
 MiB = 1024 * 1024
 START = 1_780_000_000.0  # June 2026: the log spans the months before the benchmark
 
@@ -188,7 +194,7 @@ def first_read(log: Path, reps: int, env: dict[str, str]) -> dict[str, Any]:
 
 
 REPEAT_FLOOR = """
-import os, re, signal, sys
+import os, signal, sys
 from binascii import crc32
 from bisect import bisect_right
 
@@ -209,7 +215,8 @@ try:
 except ImportError:
     from datetime import datetime
 
-home, pattern, added, code = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4:]
+home, pattern, added, program = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
+code = sys.argv[5:]
 if code:
     sys.path.insert(0, code[0])
     import adapters.checkpoint, adapters.lock, adapters.textfile
@@ -228,7 +235,14 @@ crc32(checkpoint)
 decode(checkpoint.split(b"\\n", 2)[1])
 with open(os.path.join(home, "runs.jsonl"), "rb") as log:
     log.seek(-added, os.SEEK_END)
-    if sys.version_info >= (3, 11):
+    if program:  # built as stats builds it, from its program (see adapters.line_form)
+        import _sre
+
+        flags, groups, *words = map(int, program.split())
+        _sre.compile(pattern, flags, words, groups, {}, (None,) * (groups + 1)).findall(log.read())
+    elif sys.version_info >= (3, 11):  # an engine the program was not made for
+        import re
+
         re.compile(pattern, re.MULTILINE).findall(log.read())
     else:  # no possessive quantifiers: stats reads every line with json
         import json
@@ -241,7 +255,8 @@ os._exit(0)
 """
 """What a repeat cannot do without, and nothing else: Python; the standard modules `stats`
 needs; the checkpoint read and its header decoded; the new lines read and matched by
-the line pattern (in C, nothing counted); the textfile read; both written anew; an exit
+the line pattern (in C, nothing counted; the pattern built from its program, as `stats`
+builds it where it can: PREBUILT); the textfile read; both written anew; an exit
 without the interpreter's teardown, as `stats` leaves. With a folder as last argument,
 `stats`' own modules are loaded too (the code a repeat loads, run or not)."""
 
@@ -269,7 +284,7 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
         with log.open("ab") as handle:
             handle.write(added)
         least = [sys.executable, "-c", REPEAT_FLOOR, str(home), RUNNER_LINE_PATTERN.decode()]
-        least.append(str(len(added)))
+        least += str(len(added)), PREBUILT
         took, _, used = spawn(cron, env)
         ours.append(took)
         bare.append(spawn(least, env)[0])
