@@ -7,12 +7,12 @@ its place, then, after a tab each, its two histograms' fine buckets and its rece
 
 The outcomes are counted in the order of OUTCOMES; `le`, `count`, `total` and `maximum`
 are each histogram's (run durations, then attempt durations), FINE its fine buckets as
-`histogram.pack` writes them. RECENT is the start times of the latest runs as
-little-endian doubles in base64, a colon, then each one's outcome as a digit (its place
-in OUTCOMES): the times come back exactly, with neither a float written as text nor one
-read from it. Written and read once for each command that new runs touch: a third
-less to write than the line it replaces (a JSON object, the times in it), an eighth
-less to read.
+domain.packed writes them (the counts packed, then perhaps the durations counted since).
+RECENT is the start times of the latest runs as little-endian doubles in base64, a
+colon, then each one's outcome as a digit (its place in OUTCOMES): the times come
+back exactly, with neither a float written as text nor one read from it. Written and
+read once for each command that new runs touch: a third less to write than the line it
+replaces (a JSON object, the times in it), an eighth less to read.
 """
 
 from __future__ import annotations

@@ -53,30 +53,31 @@ def fine_bounds(longest: int) -> list[int]:
 
 
 class Placed:
-    """Durations placed in their buckets: `fine` counts them by fine bucket from the first
-    they fill (`first`) to the last, `le` by exported bucket (+Inf last).
+    """Durations placed in the exported buckets: `le` counts them by bucket (+Inf last);
+    `fine()` places them in the fine ones (a histogram whose fine buckets were not read
+    leaves them waiting: see domain.packed).
 
     The durations are sorted once (in C); then how many fall at or below each bound of
-    the buckets they span is one bisection per bound, not one per duration. Fewer
-    durations than buckets spanned (a few new lines, from a millisecond to an hour:
-    hundreds of buckets) are each placed by one bisection instead: `indexes` holds the
-    fine bucket of each, in order, and `fine` is None."""
+    the buckets they span is one bisection per bound, not one per duration."""
 
     def __init__(self, values: list[int]) -> None:
         ordered = sorted(values)
+        self.ordered = ordered
         self.count = len(ordered)
         self.total = sum(ordered)
         self.maximum = ordered[-1]
-        at_most = partial(bisect_right, ordered)
+        below = [0, *map(partial(bisect_right, ordered), LE_MS), self.count]
+        self.le = list(map(sub, below[1:], below))
+
+    def fine(self) -> tuple[int, list[int] | None, list[int]]:
+        """The first fine bucket they fill, and the counts from it to the last they fill;
+        or, when they are fewer than the buckets they span (a few new lines, from a
+        millisecond to an hour: hundreds of buckets), None and the fine bucket of each,
+        in order, each placed by one bisection."""
+        ordered = self.ordered
         bounds = fine_bounds(ordered[-1])
         first, last = bisect_left(bounds, ordered[0]), bisect_left(bounds, ordered[-1])
-        self.first = first
-        self.fine: list[int] | None = None
-        self.indexes: list[int] = []
         if self.count <= last - first:
-            self.indexes = list(map(partial(bisect_left, bounds), ordered))
-        else:
-            below = [0, *map(at_most, bounds[first : last + 1])]
-            self.fine = list(map(sub, below[1:], below))
-        below = [0, *map(at_most, LE_MS), self.count]
-        self.le = list(map(sub, below[1:], below))
+            return first, None, list(map(partial(bisect_left, bounds), ordered))
+        below = [0, *map(partial(bisect_right, ordered), bounds[first : last + 1])]
+        return first, list(map(sub, below[1:], below)), []

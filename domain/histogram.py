@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from array import array
-from binascii import a2b_base64, b2a_base64
 from itertools import accumulate, compress
 from operator import add
 
-from domain.buckets import BUCKET_RATIO, FINE_MAX, LE_SECONDS, LE_TEXT, Placed
+from domain.buckets import BUCKET_RATIO, LE_SECONDS, LE_TEXT, Placed
+from domain.packed import DEFERRED_MAX, checked, defer, pack, unpack
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -25,13 +24,27 @@ class Histogram:
     list and are counted together when the histogram is next read: a million lines cost
     C-level passes, not a million calls.
 
-    In a checkpoint (`state`) the fine buckets are one string, written and read in C
-    (`pack`): a `stats` that reads a few new lines decodes and encodes only the
-    histograms they touch, each in microseconds, and adds to their counts in the array
-    they were read into (`_each`).
+    In a checkpoint (`state`) the fine buckets are one string (see domain.packed). Read
+    from one, they are left packed (`_packed`) until something needs them: durations
+    added meanwhile are counted in the exported buckets and totals, and wait to be placed
+    in the fine ones (`_unplaced`, after the `_waiting` ones the string holds), so that
+    a `stats` that reads a few new lines does not decode and encode the fine buckets of
+    every histogram they touch. Decoded, they are added to in the array they were read
+    into (`_each`).
     """
 
-    __slots__ = ("_buckets", "_count", "_first", "_le", "_maximum", "_total", "pending")
+    __slots__ = (
+        "_buckets",
+        "_count",
+        "_first",
+        "_le",
+        "_maximum",
+        "_packed",
+        "_total",
+        "_unplaced",
+        "_waiting",
+        "pending",
+    )
 
     def __init__(self) -> None:
         self._buckets: list[int] | array[int] = []
@@ -42,6 +55,12 @@ class Histogram:
         self._maximum = 0.0
         self.pending: list[int] = []
         """Durations added and not yet counted (see `add`)."""
+        self._packed = ""
+        """The fine buckets as a checkpoint held them, not decoded yet ("": decoded)."""
+        self._waiting = 0
+        """Durations `_packed` holds after its counts, not placed among them yet."""
+        self._unplaced: list[int] = []
+        """Durations counted since the fine buckets were read packed, not placed yet."""
 
     def add(self, value: int) -> None:
         """Count a duration of whole milliseconds."""
@@ -56,15 +75,34 @@ class Histogram:
         """Count the pending durations into the buckets (reading it does so too)."""
         if self.pending:
             values, self.pending = self.pending, []
+            if self._waiting + len(self._unplaced) + len(values) > DEFERRED_MAX:
+                self._read()
             placed = Placed(values)
             self._count += placed.count
             self._total += placed.total
             self._maximum = max(self._maximum, placed.maximum)
-            if placed.fine is None:
-                self._each(placed.indexes)
-            else:
-                self._fine(placed.first, placed.fine)
             self._le = list(map(add, self._le, placed.le))
+            if self._packed:
+                self._unplaced += values
+            else:
+                self._place(placed)
+
+    def _place(self, placed: Placed) -> None:
+        """Count durations into the fine buckets (the exported ones counted apart)."""
+        first, counts, indexes = placed.fine()
+        if counts is None:
+            self._each(indexes)
+        else:
+            self._fine(first, counts)
+
+    def _read(self) -> None:
+        """Decode the fine buckets read packed, and place the durations that wait."""
+        if self._packed:
+            self._first, self._buckets, waiting = unpack(self._packed)
+            waiting += self._unplaced
+            self._packed, self._waiting, self._unplaced = "", 0, []
+            if waiting:
+                self._place(Placed(waiting))
 
     def _room(self, first: int, end: int) -> None:
         """Make the fine buckets span `first` to `end` (exclusive), zeros where none were."""
@@ -102,6 +140,7 @@ class Histogram:
         """Add counts to the fine buckets from `first` on: in one C-level pass over the
         buckets they span, or, when most are zeros (a histogram of a few durations from a
         millisecond to an hour, merged in, spans hundreds), each of the others alone."""
+        self._read()
         if not len(self._buckets):
             self._first, self._buckets = first, list(counts)
             return
@@ -122,16 +161,18 @@ class Histogram:
         return [first, counts, self.le, self.count, self.total, self.maximum]
 
     def __setstate__(self, state: list[Any]) -> None:
-        self.pending = []
+        self.pending, self._packed, self._waiting, self._unplaced = [], "", 0, []
         self._first, self._buckets, self._le, self._count, self._total, self._maximum = state
 
     def span(self) -> tuple[int, list[int]]:
         """The fine buckets from the first one counted: its index, and the counts from it."""
         self.settle()
-        return self._first, self._listed()
+        counts = self._listed()  # decoded first: where they start is known then
+        return self._first, counts
 
     def _listed(self) -> list[int]:
         """The fine buckets as a list: counts still packed (see `from_state`) are read out."""
+        self._read()
         buckets = self._buckets
         if isinstance(buckets, list):
             return buckets
@@ -163,8 +204,9 @@ class Histogram:
         own when this is next read, the durations it has not (a summary of a few new
         lines merged into a saved one: each placed once, where it falls)."""
         self.pending += other.pending
-        if other._count or len(other._buckets):
-            self._fine(other._first, other._listed())
+        if other._count or other._packed or len(other._buckets):
+            counts = other._listed()  # decoded first: where they start is known then
+            self._fine(other._first, counts)
             self._le = list(map(add, self._le, other._le))
             self._count += other._count
             self._total += other._total
@@ -190,8 +232,12 @@ class Histogram:
 
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`): the fine buckets packed
-        (`pack`) from the first that is not empty, then the exported buckets and totals."""
+        (`pack`) from the first that is not empty (or as they were read, the durations
+        since after them), then the exported buckets and totals."""
         self.settle()
+        if self._packed:
+            fine = defer(self._packed, self._waiting, self._unplaced)
+            return [fine, self._le, self._count, self._total, self._maximum]
         buckets = self._buckets
         first = next((index for index, times in enumerate(buckets) if times), len(buckets))
         return [
@@ -207,6 +253,7 @@ class Histogram:
         """The histogram `state` describes; ValueError if it does not hold together. A state
         of six fields is one a checkpoint of version 8 or 9 saved (`text_buckets`)."""
         counts: list[int] | array[int]
+        packed, waiting = "", 0
         if type(state) is list and len(state) == 6:
             from domain import text_buckets  # noqa: PLC0415 - only to carry an old checkpoint over
 
@@ -214,71 +261,18 @@ class Histogram:
             first, counts, pairs = text_buckets.unpack(text, delta)
         else:
             packed, le, total_count, total, maximum = state
-            (first, counts), pairs = unpack(packed), {}  # kept packed while added to (`_each`)
+            first, counts, pairs = 0, [], {}  # decoded when needed (`_read`)
+            waiting = checked(packed)
         if not (whole_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
         made = cls.__new__(cls)  # every field set here: none made to be replaced
-        made.pending = []
+        made.pending, made._unplaced = [], []
+        made._packed, made._waiting = packed, waiting
         made._first, made._buckets, made._le = first, counts, le
         for index, times in pairs.items():  # an old checkpoint's counts beside its text
             made._fine(index, [times])
         made._count, made._total, made._maximum = int(total_count), float(total), float(maximum)
         return made
-
-
-_CODES = ("B", "H", "I", "Q")
-"""Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
-_LIMITS = {code: 1 << (8 * array(code).itemsize) for code in _CODES}
-"""The smallest count each type code cannot hold."""
-
-
-def pack(first: int, counts: list[int] | array[int]) -> str:
-    """Fine buckets as a checkpoint saves them, `FIRST:CODE:BASE64`: the first bucket's index,
-    then the counts as unsigned integers of the fewest bytes that hold the largest (an
-    array's type code), little-endian, in base64. Counts still packed as `unpack` read
-    them are written in their own type (one that `pack` chose, or wider)."""
-    if type(counts) is array:
-        data = counts
-    else:
-        most = max(counts, default=0)
-        code = next((code for code in _CODES if most < _LIMITS[code]), None)
-        if code is None:
-            raise OverflowError("a fine bucket counts 2**64 durations or more")
-        data = array(code, counts)
-    if sys.byteorder == "big":
-        data = array(data.typecode, data)
-        data.byteswap()
-    return f"{first}:{data.typecode}:{b2a_base64(data, newline=False).decode()}"
-
-
-def unpack(packed: object) -> tuple[int, array[int]]:
-    """The first bucket's index and the counts `pack` wrote, as an array; ValueError for
-    anything it could not have written."""
-    try:
-        if type(packed) is not str:
-            raise TypeError
-        first, colon, rest = packed.partition(":")  # not split: the text is long, has none
-        code, again, text = rest.partition(":")
-        data = a2b_base64(text)
-        if not (
-            colon
-            and again
-            and code in _CODES
-            and first.isascii()
-            and first.isdigit()
-            and len(first) <= 4
-            and b2a_base64(data, newline=False) == text.encode()  # only what pack writes
-        ):
-            raise ValueError
-        counts = array(code)
-        counts.frombytes(data)  # ValueError unless whole counts
-    except (TypeError, ValueError):
-        raise ValueError("histogram counts") from None
-    if int(first) + len(counts) > FINE_MAX:
-        raise ValueError("histogram buckets do not match")
-    if sys.byteorder == "big":
-        counts.byteswap()
-    return int(first), counts
 
 
 def whole_counts(values: list[Any]) -> bool:

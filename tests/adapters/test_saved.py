@@ -303,6 +303,12 @@ def _recent(line: bytes, times: bytes | None = None, marks: bytes | None = None)
     return rest + b"\t" + (old_times if times is None else times) + b":" + (marks or old_marks)
 
 
+def _waiting(line: bytes, durations: bytes) -> bytes:
+    """A version 12 line with `durations` after the counts of its first histogram."""
+    head, fine, *rest = line.split(b"\t")
+    return b"\t".join([head, fine + durations, *rest])
+
+
 NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
 
 
@@ -323,6 +329,9 @@ NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
         lambda line: line.replace(b",137,0.009,", b',"137",0.009,', 1),  # last_rc as text
         lambda line: line.replace(b"\t", b"\t\xff", 1),  # fine buckets not ASCII
         lambda line: line.replace(b":B:", b":B: ", 1),
+        lambda line: _waiting(line, b":12,,3"),  # durations after the counts, one empty
+        lambda line: _waiting(line, b":1:2"),
+        lambda line: _waiting(line, b":" + b"1" * 15),  # longer than any duration
         lambda line: _recent(line, marks=b"1"),  # fewer outcomes than times
         lambda line: _recent(line, marks=b"07"),  # an outcome of no place
         lambda line: _recent(line, times=b"AAAA"),  # not whole doubles
@@ -342,6 +351,10 @@ def test_the_planted_aggregate_holds_together_unchanged() -> None:
     """The lines the test above changes, unchanged, are read (each change is what fails)."""
     for form in (aggregate_line.line, v11_line):
         assert _planted(lambda line: line, form).summary.aggregate("job").runs == 2
+    plain = _planted(lambda line: line, aggregate_line.line).summary.aggregate("job")
+    waiting = _planted(lambda line: _waiting(line, b":12,3"), aggregate_line.line)
+    placed = waiting.summary.aggregate("job").durations.span()[1]
+    assert sum(placed) == sum(plain.durations.span()[1]) + 2  # the two that waited
 
 
 @pytest.mark.parametrize(

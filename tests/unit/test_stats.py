@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from domain.aggregate import RECENT, Aggregate
 from domain.buckets import FINE_MAX, Placed, fine_bounds
 from domain.errors import Damaged
-from domain.histogram import Histogram, pack, unpack
+from domain.histogram import Histogram
 from domain.outcomes import outcome_of
+from domain.packed import pack, unpack
 from domain.stats import OTHER, Summary
 from domain.waiting import count_attempts, count_singles, count_whole
 from tests.fakes import FakeSaved
@@ -183,7 +184,7 @@ def test_prometheus_buckets_are_cumulative_and_end_at_inf() -> None:
     assert [count for _, count in pairs] == sorted(count for _, count in pairs)
 
 
-def _twin(values: list[int]) -> Histogram:
+def twin(values: list[int]) -> Histogram:
     made = Histogram()
     for value in values:
         made.add(value)
@@ -210,16 +211,16 @@ def test_a_histogram_saved_and_loaded_goes_on_as_one_never_saved(
 ) -> None:
     """Adding to it, merging into it, saving it again and merging it elsewhere count every
     duration once, as in a histogram that was never saved."""
-    whole = _twin(before + after + other)
-    loaded = saved(_twin(before))
+    whole = twin(before + after + other)
+    loaded = saved(twin(before))
     for value in after:
         loaded.add(value)
-    loaded.merge(_twin(other))
+    loaded.merge(twin(other))
     again = saved(loaded)
     assert (again.le, again.count) == (whole.le, whole.count)  # before the fine buckets
     assert figures(again) == figures(whole)
     assert again.quantile(0.5) == whole.quantile(0.5)
-    elsewhere = _twin([])
+    elsewhere = twin([])
     elsewhere.merge(saved(whole))
     assert figures(elsewhere) == figures(whole)
 
@@ -228,15 +229,15 @@ def test_a_histogram_saved_and_loaded_goes_on_as_one_never_saved(
 def test_a_histogram_counted_in_parts_in_any_order_is_the_whole(parts: list[list[int]]) -> None:
     """Fine buckets are kept from the first one counted: parts that begin lower or higher
     than what is there (counted, merged, or sent from a worker) fill the same buckets."""
-    whole = _twin([value for part in parts for value in part])
-    pieces = _twin([])
+    whole = twin([value for part in parts for value in part])
+    pieces = twin([])
     for part in reversed(parts):
         pieces.settle()
         for value in part:
             pieces.add(value)
-    merged = _twin([])
+    merged = twin([])
     for part in parts:
-        merged.merge(pickle.loads(pickle.dumps(_twin(part))))
+        merged.merge(pickle.loads(pickle.dumps(twin(part))))
     for histogram in (pieces, merged):
         assert figures(histogram) == figures(whole)
         assert histogram.quantile(0.5) == whole.quantile(0.5)
@@ -249,19 +250,20 @@ def test_a_histogram_read_packed_takes_counts_past_what_its_bytes_held(more: int
     256, while a few durations are added to them: a count that outgrows its bytes, in a
     bucket below the first and past the last, is counted whole, and saved wider."""
     durations = [5] * 255 + [80]
-    loaded = saved(_twin(durations))
+    loaded = saved(twin(durations))
     assert str(loaded.state()[0]).split(":")[1] == "B"
     added = [5] * more + [1, 3_600_000]
     for value in added:
         loaded.add(value)
-    whole = _twin(durations + added)
+    whole = twin(durations + added)
     assert figures(saved(loaded)) == figures(whole)
+    assert figures(loaded) == figures(whole)  # decoded, the durations placed in the array
     assert str(saved(loaded).state()[0]).split(":")[1] == "H"
 
 
 def test_a_histogram_of_a_few_long_durations_holds_a_few_counts() -> None:
     """Memory: one duration of an hour held some 700 zeros before it, per histogram."""
-    histogram = _twin([3_600_000])
+    histogram = twin([3_600_000])
     first, counts = histogram.span()
     assert (first > 700, counts) == (True, [1])
 
@@ -274,8 +276,8 @@ def test_fine_buckets_packed_come_back_as_they_were(first: int, counts: list[int
     """Counts of every size (one byte to eight each, by the largest) come back whole."""
     packed = pack(first, counts)
     assert packed.isascii()
-    start, back = unpack(packed)
-    assert (start, back.tolist()) == (first, counts)
+    start, back, waiting = unpack(packed)
+    assert (start, back.tolist(), waiting) == (first, counts, [])
     fewest = next(code for code in "BHIQ" if max(counts, default=0) < 1 << 8 * array(code).itemsize)
     assert back.typecode == fewest
     assert pack(first, back) == packed  # counts still packed are written as they were read
@@ -303,7 +305,7 @@ def test_fine_buckets_pack_could_not_have_written_are_refused(packed: str) -> No
 def test_a_histogram_saved_by_version_9_is_carried_over() -> None:
     """Versions 8 and 9 saved the fine buckets as text with (bucket, count) pairs beside
     them, below, inside and above the text's: read whole, as the histogram they held."""
-    histogram = _twin([5, 5, 80, 3_600_000, 3_600_000])
+    histogram = twin([5, 5, 80, 3_600_000, 3_600_000])
     first, counts = histogram.span()
     text = f"{first}:{','.join(map(str, counts))}"
     delta = [[first - 3, 2], [first + 1, 4], [first + len(counts) + 5, 1]]
@@ -628,14 +630,14 @@ def test_fine_bounds_are_the_formula_computed_only_as_far_as_needed() -> None:
     code = (
         f"import sys; sys.path.insert(0, {ROOT!r});"
         "from domain.buckets import FINE_BOUNDS, Placed;"
-        "Placed([3, 40, 7]); print(len(FINE_BOUNDS))"
+        "Placed([3, 40, 7]).fine(); print(len(FINE_BOUNDS))"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert 0 < int(shown.stdout) <= 256
     everything = fine_bounds(1 << 200)  # past the last: ends, whole
     assert everything == [int(1.02**index) for index in range(FINE_MAX - 1)] + [1 << 128]
     assert fine_bounds(5) is everything
-    assert Placed([10**13]).first == bisect_left(everything, 10**13)
+    assert Placed([10**13]).fine()[0] == bisect_left(everything, 10**13)
 
 
 @given(
@@ -653,12 +655,13 @@ def test_durations_placed_together_fall_where_each_falls_alone(values: list[int]
     alone: dict[int, int] = {}
     for value in values:
         alone[bisect_left(bounds, value)] = alone.get(bisect_left(bounds, value), 0) + 1
-    if placed.fine is None:  # each placed alone: its bucket, in order
-        assert placed.indexes == sorted(bisect_left(bounds, value) for value in values)
-        assert placed.first == placed.indexes[0]
+    first, fine, indexes = placed.fine()
+    if fine is None:  # each placed alone: its bucket, in order
+        assert indexes == sorted(bisect_left(bounds, value) for value in values)
+        assert first == indexes[0]
     else:
-        together = {placed.first + at: times for at, times in enumerate(placed.fine) if times}
+        together = {first + at: times for at, times in enumerate(fine) if times}
         assert together == alone
-        assert placed.fine[0]
-        assert placed.fine[-1]
+        assert fine[0]
+        assert fine[-1]
     assert (placed.count, placed.total, placed.maximum) == (len(values), sum(values), max(values))

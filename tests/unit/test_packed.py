@@ -1,0 +1,121 @@
+"""Fine buckets as a checkpoint holds them: packed counts and the durations that wait after
+them, checked without being decoded, and decoded only when something needs them."""
+
+from __future__ import annotations
+
+import pickle
+from binascii import Error as Base64Error
+from binascii import a2b_base64, b2a_base64
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pytest_mock import MockerFixture
+
+import domain.histogram
+from domain.buckets import FINE_MAX
+from domain.packed import DEFERRED_MAX, checked, defer, pack, unpack
+from tests.unit.test_stats import figures, saved, twin
+
+DURATIONS = st.lists(st.integers(0, 10**13), max_size=40)
+
+
+@given(st.integers(0, FINE_MAX - 30), st.lists(st.integers(0, 2**64 - 1), max_size=30))
+def test_counts_and_the_durations_after_them_come_back(first: int, counts: list[int]) -> None:
+    """Durations deferred once and again follow the counts, in the order they came."""
+    packed = pack(first, counts)
+    once = defer(packed, 0, [5, 10**13])
+    twice = defer(once, 2, [0, 7])
+    assert (checked(packed), checked(once), checked(twice)) == (0, 2, 4)
+    start, back, waiting = unpack(twice)
+    assert (start, back.tolist(), waiting) == (first, counts, [5, 10**13, 0, 7])
+    assert defer(packed, 0, []) == packed
+
+
+@pytest.mark.parametrize(
+    "waiting",
+    [
+        *("", ",", ",1", "1,", "1,,2", "1:2", "a", "-1", "+1", " 1", "1 ", "1_0", "٣", "1e3"),
+        "1" * 15,  # past any duration a log line holds
+        ",".join(["1"] * (DEFERRED_MAX + 1)),
+    ],
+)
+def test_durations_defer_could_not_have_written_are_refused(waiting: str) -> None:
+    with pytest.raises(ValueError, match="histogram"):
+        checked(f"{pack(3, [1, 2])}:{waiting}")
+    assert checked(f"{pack(3, [1, 2])}:1,{'9' * 14}") == 2
+
+
+@given(st.text("AQgwBCDE+/=", max_size=14), st.sampled_from("BHIQ"))
+def test_counts_are_checked_as_decoding_and_encoding_them_again_would(text: str, code: str) -> None:
+    """The check reads no base64, yet accepts exactly what decodes to whole counts and
+    encodes back the same (the form `pack` writes)."""
+    try:
+        data = a2b_base64(text)
+        canonical = b2a_base64(data, newline=False) == text.encode()
+    except Base64Error:
+        canonical = False
+    whole = canonical and len(data) % {"B": 1, "H": 2, "I": 4, "Q": 8}[code] == 0
+    try:
+        checked(f"0:{code}:{text}")
+    except ValueError:
+        assert not whole
+    else:
+        assert whole
+
+
+@given(DURATIONS, DURATIONS, DURATIONS)
+def test_a_histogram_read_packed_is_written_back_as_read_the_new_durations_after(
+    before: list[int], after: list[int], later: list[int]
+) -> None:
+    """A few new durations are counted in the exported buckets and written after the
+    packed counts as they were read: nothing is decoded until a quantile is asked for,
+    and then each duration is where it would have been."""
+    written = str(twin(before).state()[0])
+    loaded = saved(twin(before))
+    for value in after:
+        loaded.add(value)
+    again = saved(loaded)
+    for value in later:
+        again.add(value)
+    whole = twin(before + after + later)
+    assert (again.le, again.count, again.total, again.maximum) == (
+        whole.le,
+        whole.count,
+        whole.total,
+        whole.maximum,
+    )
+    text = str(again.state()[0])
+    if len(after) + len(later) <= DEFERRED_MAX:
+        assert text == defer(written, 0, after + later)
+    assert figures(again) == figures(whole)
+    assert figures(pickle.loads(pickle.dumps(saved(loaded)))) == figures(twin(before + after))
+
+
+def test_a_repeat_decodes_no_fine_buckets(mocker: MockerFixture) -> None:
+    decoded = mocker.spy(domain.histogram, "unpack")
+    loaded = saved(twin([5, 80, 3_600_000]))
+    for value in (1, 5, 90_000):
+        loaded.add(value)
+    assert loaded.le == twin([5, 80, 3_600_000, 1, 5, 90_000]).le
+    saved(loaded)
+    assert decoded.call_count == 0
+    assert loaded.quantile(0.5) == twin([5, 80, 3_600_000, 1, 5, 90_000]).quantile(0.5)
+    assert decoded.call_count == 1
+
+
+def test_durations_wait_after_the_counts_up_to_a_bound_then_are_counted_in() -> None:
+    """However many repeats, a checkpoint holds at most DEFERRED_MAX durations a histogram;
+    past that the fine buckets are decoded, counted in and packed anew."""
+    whole: list[int] = []
+    histogram = saved(twin([]))
+    waited = []
+    for repeat in range(12):
+        batch = [repeat * 1000 + n for n in range(60)]
+        whole += batch
+        histogram.add_many(batch)
+        histogram = saved(histogram)
+        waited.append(checked(histogram.state()[0]))
+    assert max(waited) <= DEFERRED_MAX
+    assert waited[:5] == [60, 120, 180, 240, 0]  # the fifth hour's would have been 300
+    assert figures(histogram) == figures(twin(whole))
