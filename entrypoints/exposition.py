@@ -3,9 +3,10 @@ exposition format wants it (labels escaped, numbers as the client libraries writ
 
 from __future__ import annotations
 
-from itertools import compress, pairwise, repeat
+from itertools import accumulate, compress, pairwise, repeat
 from operator import add, and_, eq, le, lt, not_
 
+from domain.buckets import LE_TEXT
 from domain.outcomes import OUTCOMES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -99,10 +100,14 @@ class Text:
 
     @staticmethod
     def _histogram(name: str, base: str, hist: Histogram) -> str:
-        lines = [f'{name}_bucket{{{base},le="{le}"}} {count}' for le, count in hist.cumulative()]
-        lines.append(f"{name}_sum{{{base}}} {_number(hist.total / 1000)}")
-        lines.append(f"{name}_count{{{base}}} {hist.count}")
-        return "\n".join(lines)
+        """Its buckets (cumulative, as Prometheus wants them), sum and count: the bucket
+        lines written by one %-format of the family's BUCKET_LINES, the labels in place."""
+        buckets = BUCKET_LINES[name].replace("\0", base.replace("%", "%%"))
+        return (
+            f"{buckets % tuple(accumulate(hist.le))}\n"
+            f"{name}_sum{{{base}}} {_number(hist.total / 1000)}\n"
+            f"{name}_count{{{base}}} {hist.count}"
+        )
 
     def _base(self, label: str) -> str:
         """The constant labels and the series' own, escaped (once per series)."""
@@ -122,6 +127,13 @@ def _number(value: float) -> str:
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
+
+BUCKET_LINES = {
+    name: "\n".join(f'{name}_bucket{{\0,le="{le}"}} %d' for le in LE_TEXT)
+    for name, kind, _ in FAMILIES
+    if kind == "histogram"
+}
+"""The bucket lines of each histogram family: NUL where the labels go, %d for each count."""
 
 NAMES = [name.encode() for name, _, _ in FAMILIES]
 """Each family's name, as its lines start."""

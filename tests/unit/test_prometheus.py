@@ -70,6 +70,21 @@ def test_histograms_count_runs_and_attempts_in_cumulative_buckets() -> None:
     assert attempts[("runner_attempt_duration_seconds_count", "cmd=deploy")] == 2
 
 
+def test_bucket_lines_carry_labels_with_format_marks_and_nul_as_they_are() -> None:
+    """The bucket lines are one %-format a histogram: a label's own `%`, `%d` or NUL (a
+    hand-written line can hold one) is text, in every bucket."""
+    key = "printf '%d%%s\x00' 100%"
+    s = Summary()
+    s.add("r1", key, T0, 1, 0, 1500, False)
+    text, _, _ = export(s, "cmd", malformed=0, series=[], now=T0, constant=(("env", "5%"),))
+    runs = samples(text, "runner_run_duration_seconds")
+    buckets = [k for k in runs if k[0] == "runner_run_duration_seconds_bucket"]
+    assert len(buckets) == 23
+    assert all(k[1:3] == (f"cmd={key}", "env=5%") for k in buckets)
+    assert runs[("runner_run_duration_seconds_bucket", f"cmd={key}", "env=5%", "le=2.5")] == 1
+    assert runs[("runner_run_duration_seconds_bucket", f"cmd={key}", "env=5%", "le=1.0")] == 0
+
+
 def test_counters_never_go_down_and_series_never_disappear() -> None:
     """Two exports with runs between: no counter is smaller, no series has gone."""
     s = history()
