@@ -197,8 +197,11 @@ class Summary:
                 : keys - 1
             ]
         chosen = set(kept)
+        joining = [key for key in present if key not in chosen and key != OTHER]
+        if not joining:  # the exported keys and OTHER: OTHER is not read, nor changed
+            return False
         other = self._aggregate(OTHER)
-        for key in [key for key in present if key not in chosen and key != OTHER]:
+        for key in joining:
             other.merge(self._aggregate(key))
             del self._by_key[key]
         return True

@@ -509,6 +509,17 @@ def test_bound_keeps_the_exported_saved_keys_unread() -> None:
     assert not s.bound(["a", "b", "c"], keys=4, runs=10)
 
 
+def test_bound_leaves_a_saved_other_unread_when_no_key_joins_it() -> None:
+    """A checkpoint at its bound (every key exported, and (other)) after a few new runs of
+    exported keys: nothing joins (other), so it is neither read nor said to have changed
+    (its lines stay copyable from the textfile before)."""
+    s, kept = saved_summary("a", "b", "c", OTHER)
+    attempt(s, "new", "b", 10, 1, 0, 10, False)
+    assert not s.bound(["a", "b", "c"], keys=3, runs=10)
+    assert kept[OTHER].wakes == 0
+    assert set(s.saved) == {"a", "c", OTHER}
+
+
 def test_bound_never_counts_an_exported_other_twice() -> None:
     """Regression: a command named (other), once exported, made bound pop it twice."""
     s = Summary()
