@@ -7,7 +7,8 @@ from itertools import accumulate, compress
 from operator import add
 
 from domain.buckets import BUCKET_RATIO, LE_SECONDS, LE_TEXT, Placed
-from domain.packed import DEFERRED_MAX, checked, defer, pack, unpack
+from domain.errors import Damaged
+from domain.packed import DEFERRED_MAX, carried, defer, pack, unpack
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -96,9 +97,13 @@ class Histogram:
             self._fine(first, counts)
 
     def _read(self) -> None:
-        """Decode the fine buckets read packed, and place the durations that wait."""
+        """Decode the fine buckets read packed, and place the durations that wait; Damaged
+        when they are not what a checkpoint writes (checked only now: see domain.packed)."""
         if self._packed:
-            self._first, self._buckets, waiting = unpack(self._packed)
+            try:
+                self._first, self._buckets, waiting = unpack(self._packed)
+            except ValueError:
+                raise Damaged("an aggregate does not hold together: histogram counts") from None
             waiting += self._unplaced
             self._packed, self._waiting, self._unplaced = "", 0, []
             if waiting:
@@ -262,7 +267,7 @@ class Histogram:
         else:
             packed, le, total_count, total, maximum = state
             first, counts, pairs = 0, [], {}  # decoded when needed (`_read`)
-            waiting = checked(packed)
+            waiting = carried(packed)
         if not (whole_counts(le) and len(le) == len(LE_SECONDS) + 1):
             raise ValueError("histogram buckets do not match")
         made = cls.__new__(cls)  # every field set here: none made to be replaced

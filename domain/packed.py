@@ -5,8 +5,8 @@ A `stats` that reads an hour's new lines shows no quantile: it needs the exporte
 buckets of the histograms those lines touch, not their fine ones. So the fine buckets
 it read are written back as they were, the new durations after them (`defer`), and
 are decoded and counted only when something needs them, or when DEFERRED_MAX durations
-wait (see domain.histogram). `checked` makes sure, without decoding anything, that the
-text is one `pack` and `defer` wrote: whatever decodes it later cannot fail.
+wait (see domain.histogram). Like an aggregate a checkpoint keeps, the text is checked
+when it is decoded (`unpack`), not when it is read: until then it is only carried.
 """
 
 from __future__ import annotations
@@ -59,11 +59,23 @@ def defer(packed: str, waiting: int, durations: list[int]) -> str:
     return f"{packed}{',' if waiting else ':'}{','.join(map(str, durations))}"
 
 
+def carried(packed: object) -> int:
+    """How many durations `packed` says wait after its counts; ValueError unless it can be
+    written back as it is, on a checkpoint's line (ASCII, no tab, no newline), in its
+    parts (two or three colons). All else is checked when it is decoded."""
+    if type(packed) is not str or not packed.isascii() or "\t" in packed or "\n" in packed:
+        raise ValueError("histogram counts")
+    colons = packed.count(":")
+    if colons not in (2, 3):
+        raise ValueError("histogram counts")
+    return packed.count(",") + 1 if colons == 3 else 0
+
+
 def checked(packed: object) -> int:
     """How many durations wait after the counts in `packed`; ValueError unless `pack` and
     `defer` could have written it (canonical base64 of whole counts, as many as the fine
     buckets from the first, and at most DEFERRED_MAX durations a log line may hold):
-    checked without decoding it, and then `unpack` cannot fail."""
+    checked without decoding it, so that decoding it then cannot fail."""
     try:
         if type(packed) is not str:
             raise TypeError
@@ -110,8 +122,9 @@ def _waiting(text: bytes) -> int:
 
 
 def unpack(packed: str) -> tuple[int, array[int], list[int]]:
-    """The first bucket's index, the counts and the durations that wait in a text `checked`
-    accepts."""
+    """The first bucket's index, the counts and the durations that wait; ValueError unless
+    `checked` accepts the text."""
+    checked(packed)
     first, _, rest = packed.partition(":")
     code, _, rest = rest.partition(":")
     text, more, waiting = rest.partition(":")

@@ -104,10 +104,13 @@ def _prepare(
     now: float,
 ) -> list[bytes | memoryview] | None:
     """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
-    the checkpoint's bound, and (unless -q) the whole history for the table. Nothing is
-    written yet, so that a damaged saved aggregate can still be set aside."""
+    the checkpoint's bound, and (unless -q) the whole history for the table, the fine
+    buckets of its histograms decoded for the quantiles. Nothing is written yet, so that
+    a damaged saved aggregate can still be set aside."""
     if not console.quiet and invocation.prometheus != "-":
-        history.summary.by_key  # noqa: B018 - every saved aggregate read, here
+        for aggregate in history.summary.by_key.values():  # every saved aggregate read, here
+            aggregate.durations.span()
+            aggregate.attempt_durations.span()
     data = None
     if invocation.prometheus is not None:
         from entrypoints import prometheus

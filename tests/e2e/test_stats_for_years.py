@@ -164,6 +164,32 @@ def test_a_damaged_aggregate_is_set_aside_when_it_is_read(lab: Lab, shown: list[
     assert [group["cmd"] for group in json.loads(again.stdout)["groups"]] == ["true"]
 
 
+def test_damaged_fine_buckets_are_carried_until_they_are_decoded(lab: Lab) -> None:
+    """A saved aggregate's fine buckets are checked when they are decoded (see
+    domain.packed): an export, which needs only the counts, counts a new run and carries
+    them as they are; the table's quantiles find them damaged, and the checkpoint is set
+    aside once, the table what a read afresh shows."""
+    prom = lab.home / "runner.prom"
+    lab.run("run", "--", "true")
+    lab.run("stats", "-q", "--prometheus", str(prom))
+    _, header, line = checkpoint(lab).read_bytes().split(b"\n")[:3]
+    figures, fine, *rest = line.split(b"\t")
+    damaged = b"\t".join([figures, fine.replace(b":B:", b":B: ", 1), *rest])
+    checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), [damaged])))
+    lab.run("run", "--", "true")
+    carried = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (carried.returncode, carried.stderr) == (0, b"")
+    assert b'runner_runs_total{cmd="true",outcome="success"} 2\n' in prom.read_bytes()
+    assert b":B: " in checkpoint(lab).read_bytes()
+    shown = lab.run("stats", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.startswith(b"runner: set the stats checkpoint ")
+    assert b"histogram counts" in shown.stderr
+    assert json.loads(shown.stdout)["groups"][0]["runs"] == 2
+    again = lab.run("stats", "--json")
+    assert (again.returncode, again.stderr) == (0, b"")
+
+
 def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
     """Every byte after the first line is under its CRC: a count changed is not believed;
     the checkpoint is set aside and the log read afresh."""
