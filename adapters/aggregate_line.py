@@ -1,18 +1,22 @@
-"""An aggregate's line in the checkpoint (version 12): its figures in a JSON array, each in
-its place, then, after a tab each, its two histograms' fine buckets and its recent runs.
+"""An aggregate's line in the checkpoint (version 12): its counts, then its figures that
+are not counts, its two histograms' fine buckets and its recent runs, a tab before each.
 
-    [runs,attempts,attempts_max,retried,[outcomes],[attempt outcomes],last_run,last_rc,
-     last_duration,last_success,last_failure,last_failure_rc,[[rc,count],…],
-     le,count,total,maximum,le,count,total,maximum]<TAB>FINE<TAB>FINE<TAB>RECENT
+    COUNTS<TAB>FIGURES<TAB>FINE<TAB>FINE<TAB>RECENT
 
-The outcomes are counted in the order of OUTCOMES; `le`, `count`, `total` and `maximum`
-are each histogram's (run durations, then attempt durations), FINE its fine buckets as
-domain.packed writes them (the counts packed, then perhaps the durations counted since).
-RECENT is the start times of the latest runs as little-endian doubles in base64, a
-colon, then each one's outcome as a digit (its place in OUTCOMES): the times come
-back exactly, with neither a float written as text nor one read from it. Written and
-read once for each command that new runs touch: a third less to write than the line it
-replaces (a JSON object, the times in it), an eighth less to read.
+COUNTS, as little-endian unsigned 64-bit integers in base64: runs, attempts,
+attempts_max, retried; runs by outcome, then attempts by outcome (in the order of
+OUTCOMES); the exported buckets and the count of each histogram (run durations, then
+attempt durations); then each exit code and its count of runs. FIGURES: last_run,
+last_rc, last_duration, last_success, last_failure, last_failure_rc, and each
+histogram's total and maximum, as little-endian doubles in base64, NaN where there is
+none. FINE: each histogram's fine buckets as domain.packed writes them (the counts
+packed, then perhaps the durations counted since). RECENT: the start times of the
+latest runs as little-endian doubles in base64, a colon, then each one's outcome as a
+digit (its place in OUTCOMES).
+
+Written and read once for each command that new runs touch, each part by one C-level
+pass: no number is written as text or read from it (a call of `int` or `float` a
+number cost more than the rest), and no JSON scanned.
 """
 
 from __future__ import annotations
@@ -22,106 +26,157 @@ from array import array
 from binascii import a2b_base64, b2a_base64
 from itertools import chain
 
-from adapters import cjson
 from domain.aggregate import RECENT, Aggregate, is_moment
-from domain.histogram import Histogram, whole_counts
+from domain.buckets import LE_SECONDS
+from domain.histogram import Histogram
 from domain.outcomes import OUTCOMES
 
-FIELDS = 21
-"""Figures in the JSON array."""
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+_KINDS = len(OUTCOMES)
+_LE = len(LE_SECONDS) + 1
+"""Exported buckets of a histogram (its bounds, then +Inf)."""
+_TRIED = 4 + _KINDS
+_LE_RUNS = _TRIED + _KINDS
+_LE_TRIES = _LE_RUNS + _LE + 1
+_COUNTS = _LE_TRIES + _LE + 1
+"""Where each part of the counts starts; the exit codes start at _COUNTS."""
+_FIGURES = 10
+_NAN = float("nan")
 _DIGITS = {outcome: ord("0") + place for place, outcome in enumerate(OUTCOMES)}
 _OUTCOME = {ord("0") + place: outcome for place, outcome in enumerate(OUTCOMES)}
 
 
 def line(aggregate: Aggregate) -> bytes:
     """`aggregate` as its line (without the newline)."""
-    runs, attempts = aggregate.durations.state(), aggregate.attempt_durations.state()
+    runs: list[Any] = aggregate.durations.state()  # fine buckets, le, count, total, maximum
+    tries: list[Any] = aggregate.attempt_durations.state()
     outcomes, tried = aggregate.outcomes, aggregate.attempt_outcomes
-    fields = [
+    counts = [
         aggregate.runs,
         aggregate.attempts,
         aggregate.attempts_max,
         aggregate.retried,
-        [outcomes[outcome] for outcome in OUTCOMES],
-        [tried[outcome] for outcome in OUTCOMES],
+        *map(outcomes.__getitem__, OUTCOMES),
+        *map(tried.__getitem__, OUTCOMES),
+        *runs[1],
+        runs[2],
+        *tries[1],
+        tries[2],
+        *chain.from_iterable(sorted(aggregate.codes.items())),
+    ]
+    missing = (
         aggregate.last_run,
         aggregate.last_rc,
         aggregate.last_duration,
         aggregate.last_success,
         aggregate.last_failure,
         aggregate.last_failure_rc,
-        sorted(aggregate.codes.items()),
-        *runs[1:],
-        *attempts[1:],
-    ]
+    )
+    figures = [_NAN if value is None else value for value in missing]
+    figures += runs[3], runs[4], tries[3], tries[4]
     recent = aggregate.recent[-RECENT:]
     times = array("d", [at for at, _ in recent])
-    if sys.byteorder == "big":
-        times.byteswap()
     marks = bytes([_DIGITS[outcome] for _, outcome in recent])
-    packed = b2a_base64(times, newline=False) + b":" + marks
     return b"\t".join(
-        [cjson.dumps(fields), str(runs[0]).encode(), str(attempts[0]).encode(), packed]
+        [
+            _packed(array("Q", counts)),
+            _packed(array("d", figures)),
+            str(runs[0]).encode(),
+            str(tries[0]).encode(),
+            _packed(times) + b":" + marks,
+        ]
     )
 
 
 def read(data: bytes) -> Aggregate:
     """The aggregate of a line `line` wrote; ValueError, TypeError, KeyError or IndexError
     when it does not hold together (nothing that could fail later, when it is counted into
-    or shown)."""
-    head, fine_runs, fine_attempts, recent = data.split(b"\t")  # ValueError unless four
-    fields = cjson.loads(head)
-    if type(fields) is not list or len(fields) != FIELDS:
-        raise ValueError("figures")
-    (runs, attempts, most, retried, outcomes, tried, last_run, last_rc, last_duration) = fields[:9]
-    last_success, last_failure, last_failure_rc, codes = fields[9:13]
-    if not (
-        type(outcomes) is list
-        and type(tried) is list
-        and len(outcomes) == len(tried) == len(OUTCOMES)
-        and whole_counts([runs, attempts, most, retried, *outcomes, *tried])
-    ):
+    or shown; its fine buckets are checked when they are decoded: see domain.packed)."""
+    counts_text, _, rest = data.partition(b"\t")  # not split: the fine buckets are long
+    figures_text, _, rest = rest.partition(b"\t")
+    fine_runs, _, rest = rest.partition(b"\t")
+    fine_tries, tab, recent = rest.partition(b"\t")
+    if not tab:
+        raise ValueError("parts")
+    counts = _unpacked("Q", counts_text)
+    if len(counts) < _COUNTS or (len(counts) - _COUNTS) % 2:
         raise ValueError("counts")
+    doubles = _unpacked("d", figures_text)
+    figures = [None if value != value else value for value in doubles]  # noqa: PLR0124 - NaN: none
+    if len(figures) != _FIGURES:
+        raise ValueError("figures")
+    last_run, last_rc, last_duration, last_success, last_failure, last_failure_rc = figures[:6]
+    total_runs, most_runs, total_tries, most_tries = figures[6:]
     if not all(map(is_moment, (last_run, last_duration, last_success, last_failure))):
         raise ValueError("times")
-    if not (last_rc is None or type(last_rc) is int) or not (
-        last_failure_rc is None or type(last_failure_rc) is int
-    ):
-        raise ValueError("exit codes")
-    if type(codes) is not list or not whole_counts(list(chain.from_iterable(codes))):
-        raise ValueError("codes")
     made = Aggregate.__new__(Aggregate)  # every field set here: none made to be replaced
-    made.runs, made.attempts, made.attempts_max, made.retried = runs, attempts, most, retried
-    made.outcomes = dict(zip(OUTCOMES, outcomes, strict=True))
-    made.attempt_outcomes = dict(zip(OUTCOMES, tried, strict=True))
-    made.last_run, made.last_rc, made.last_duration = last_run, last_rc, last_duration
+    made.runs, made.attempts, made.attempts_max, made.retried = counts[:4]
+    made.outcomes = dict(zip(OUTCOMES, counts[4:_TRIED], strict=True))
+    made.attempt_outcomes = dict(zip(OUTCOMES, counts[_TRIED:_LE_RUNS], strict=True))
+    made.last_run, made.last_duration = last_run, last_duration
     made.last_success, made.last_failure = last_success, last_failure
-    made.last_failure_rc = last_failure_rc
-    made.codes = dict(codes)  # ValueError unless each is a pair
-    made.durations = Histogram.from_state([str(fine_runs, "ascii"), *fields[13:17]])
-    made.attempt_durations = Histogram.from_state([str(fine_attempts, "ascii"), *fields[17:]])
+    made.last_rc, made.last_failure_rc = _code(last_rc), _code(last_failure_rc)
+    codes = counts[_COUNTS:]
+    made.codes = dict(zip(codes[::2], codes[1::2], strict=True))
+    runs = counts[_LE_RUNS:_LE_TRIES]
+    tries = counts[_LE_TRIES:_COUNTS]
+    made.durations = Histogram.from_state(
+        [str(fine_runs, "ascii"), runs[:-1], runs[-1], total_runs, most_runs]
+    )
+    made.attempt_durations = Histogram.from_state(
+        [str(fine_tries, "ascii"), tries[:-1], tries[-1], total_tries, most_tries]
+    )
     made.recent = _recent(recent)
     return made
+
+
+def _packed(values: array[Any]) -> bytes:
+    """Numbers as little-endian bytes in base64."""
+    if sys.byteorder == "big":
+        values = array(values.typecode, values)
+        values.byteswap()
+    return b2a_base64(values, newline=False)
+
+
+def _unpacked(code: str, text: bytes) -> list[Any]:
+    """The numbers `_packed` wrote as `code`; ValueError unless canonical base64 of whole
+    ones."""
+    data = a2b_base64(text)
+    if b2a_base64(data, newline=False) != text:
+        raise ValueError("not as packed")
+    values = array(code)
+    values.frombytes(data)  # ValueError unless whole numbers
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+def _code(value: float | None) -> int | None:
+    """An exit code kept as a double: a whole number, or none."""
+    if value is None:
+        return None
+    if not (-1e15 < value < 1e15 and value.is_integer()):
+        raise ValueError("exit code")
+    return int(value)
 
 
 def _recent(packed: bytes) -> list[tuple[float, str]]:
     """The recent runs `line` packed: only what it writes (canonical base64, a time of a
     log's range for each outcome, at most RECENT)."""
     text, colon, marks = packed.partition(b":")
-    data = a2b_base64(text)
-    if not colon or b2a_base64(data, newline=False) != text:
+    if not colon:
         raise ValueError("recent runs")
-    times = array("d")
-    times.frombytes(data)  # ValueError unless whole doubles
-    if sys.byteorder == "big":
-        times.byteswap()
+    times = _unpacked("d", text)
     if not (
         len(times) == len(marks) <= RECENT
         and all(map(_AFTER_EARLIEST, times))  # both false for NaN
         and all(map(_BEFORE_LATEST, times))
     ):
         raise ValueError("recent runs")
-    return list(zip(times.tolist(), map(_OUTCOME.__getitem__, marks), strict=True))
+    return list(zip(times, map(_OUTCOME.__getitem__, marks), strict=True))
 
 
 _AFTER_EARLIEST = (-1e15).__lt__

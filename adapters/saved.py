@@ -58,7 +58,7 @@ class Kept:
     def wake(self) -> Aggregate:
         try:
             data = bytes(self.state)
-            if data[:1] == b"[":  # version 12 (a JSON object is of version 11 or before)
+            if data[:1] != b"{":  # version 12 (a JSON object is of version 11 or before)
                 return aggregate_line.read(data)
             head, *fine = data.split(b"\t")
             state = cjson.loads(head)

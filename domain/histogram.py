@@ -277,7 +277,12 @@ class Histogram:
         for index, times in pairs.items():  # an old checkpoint's counts beside its text
             made._fine(index, [times])
         made._count, made._total, made._maximum = int(total_count), float(total), float(maximum)
+        if not (0 <= made._total < _INFINITY and 0 <= made._maximum < _INFINITY):  # nor NaN
+            raise ValueError("histogram totals")
         return made
+
+
+_INFINITY = float("inf")
 
 
 def whole_counts(values: list[Any]) -> bool:

@@ -65,10 +65,12 @@ def carried(packed: object) -> int:
     parts (two or three colons). All else is checked when it is decoded."""
     if type(packed) is not str or not packed.isascii() or "\t" in packed or "\n" in packed:
         raise ValueError("histogram counts")
-    colons = packed.count(":")
-    if colons not in (2, 3):
+    first = packed.find(":")  # each found in C, not counted
+    second = -1 if first < 0 else packed.find(":", first + 1)
+    third = -1 if second < 0 else packed.find(":", second + 1)
+    if second < 0 or (third >= 0 and packed.find(":", third + 1) >= 0):
         raise ValueError("histogram counts")
-    return packed.count(",") + 1 if colons == 3 else 0
+    return packed.count(",", third) + 1 if third >= 0 else 0
 
 
 def checked(packed: object) -> int:

@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import struct
+from array import array
 from binascii import a2b_base64, b2a_base64
 from typing import Any
 
@@ -216,18 +217,23 @@ def _resealed(data: bytes, change: Any) -> bytes:
     return b"".join(saved.sealed(json.loads(header), [change(state) for state in states]))
 
 
-def test_an_aggregate_holds_its_figures_then_its_fine_buckets_and_recent_runs_packed() -> None:
-    """Version 12: the figures in a JSON array, then after a tab each the two histograms'
-    fine buckets and the recent runs packed (base64 needs no escape: none is scanned as
-    JSON); all come back exactly."""
+def test_an_aggregate_holds_its_counts_figures_fine_buckets_and_recent_runs() -> None:
+    """Version 12: the counts in decimal; the figures that are not counts (times, exit codes
+    that may be missing, totals) as doubles; the two histograms' fine buckets; the recent
+    runs packed. A tab before each part, none in any (base64 and decimal have none);
+    all come back exactly."""
     history = Summary()
     replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000), ("job", 1, 137, 7)], history)
     data = b"".join(saved.write(dict(HEADER), history))
     (line,) = data.split(b"\n")[2:-1]
-    head, *fine, recent = line.split(b"\t")
-    figures_ = json.loads(head)
+    counts, doubles, *fine, recent = line.split(b"\t")
     job = history.by_key["job"]
-    assert figures_[:6] == [3, 4, 2, 1, [1, 1, 0, 1], [1, 2, 0, 1]]
+    whole = array("Q", a2b_base64(counts)).tolist()
+    assert whole[:12] == [3, 4, 2, 1, 1, 1, 0, 1, 1, 2, 0, 1]  # runs, attempts, by outcome
+    assert whole[-7:] == [4, 0, 1, 1, 1, 137, 1]  # attempts counted; each exit code, its runs
+    last = struct.unpack("<10d", a2b_base64(doubles))
+    assert last[:2] == (job.last_run, 137.0)
+    assert last[4:6] == (job.last_failure, 137.0)
     assert fine == [
         str(hist.state()[0]).encode() for hist in (job.durations, job.attempt_durations)
     ]
@@ -261,7 +267,7 @@ def test_a_checkpoint_of_version_11_goes_on() -> None:
     assert export(loaded.summary, series, before=(text, placed))[0] == text
     assert figures(loaded.summary) == figures(history)
     again = b"".join(saved.write(HEADER, loaded.summary))
-    assert all(line.startswith(b"[") for line in again.split(b"\n")[2:-1])
+    assert not any(line.startswith(b"{") for line in again.split(b"\n")[2:-1])
     assert figures(through_file(loaded.summary).summary) == figures(history)
 
 
@@ -305,29 +311,50 @@ def _recent(line: bytes, times: bytes | None = None, marks: bytes | None = None)
 
 def _waiting(line: bytes, durations: bytes) -> bytes:
     """A version 12 line with `durations` after the counts of its first histogram."""
-    head, fine, *rest = line.split(b"\t")
-    return b"\t".join([head, fine + durations, *rest])
+    counts, doubles, fine, *rest = line.split(b"\t")
+    return b"\t".join([counts, doubles, fine + durations, *rest])
 
 
 NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
 
 
+def _counts(line: bytes, change: Any) -> bytes:
+    """A version 12 line with its counts changed by a function of their list."""
+    counts, *rest = line.split(b"\t")
+    changed = array("Q", change(array("Q", a2b_base64(counts)).tolist()))
+    return b"\t".join([b2a_base64(changed, newline=False), *rest])
+
+
+def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
+    """A version 12 line with its figure `at` replaced by `value` (and `count` of them)."""
+    counts, doubles, *rest = line.split(b"\t")
+    figures = list(struct.unpack("<10d", a2b_base64(doubles)))
+    figures[at] = value
+    packed = b2a_base64(struct.pack(f"<{count}d", *(figures * 2)[:count]), newline=False)
+    return b"\t".join([counts, packed, *rest])
+
+
 @pytest.mark.parametrize(
     "change",
     [
-        lambda line: line.rsplit(b"\t", 1)[0],  # three fields, not four
-        lambda line: line + b"\t",  # five
-        lambda line: b"[" + line,  # figures in a list of their own
-        lambda line: line.replace(b"[2,", b"[", 1),  # a figure short
-        lambda line: line.replace(b"[2,", b"[-2,", 1),  # a count below zero
-        lambda line: line.replace(b"[2,", b'["2",', 1),
-        lambda line: line.replace(b"[2,", b"[true,", 1),
-        lambda line: line.replace(b"[0,1,0,1],", b"[0,1,0],", 1),  # three outcomes
-        lambda line: line.replace(b"[[1,1],[137,1]]", b"[[1,1,1],[137,1]]", 1),  # codes
-        lambda line: line.replace(b"[[1,1],[137,1]]", b"[[1,-1],[137,1]]", 1),
-        lambda line: line.replace(b"[[1,1],[137,1]]", b"[1,137]", 1),
-        lambda line: line.replace(b",137,0.009,", b',"137",0.009,', 1),  # last_rc as text
-        lambda line: line.replace(b"\t", b"\t\xff", 1),  # fine buckets not ASCII
+        lambda line: line.rsplit(b"\t", 1)[0],  # four parts, not five
+        lambda line: line + b"\t",  # six
+        lambda line: _counts(line, lambda counts: counts[1:]),  # a count short
+        lambda line: _counts(line, lambda counts: [1, *counts]),  # one more
+        lambda line: _counts(line, lambda counts: counts[:-1]),  # an exit code's count short
+        lambda line: b"x" + line,  # not base64
+        lambda line: line.replace(b"\t", b"A\t", 1),  # not whole counts
+        lambda line: _doubles(line, 0, math.inf),  # a time past any a log holds
+        lambda line: _doubles(line, 0, 1e16),
+        lambda line: _doubles(line, 1, 1.5),  # an exit code not whole
+        lambda line: _doubles(line, 6, math.nan),  # no total
+        lambda line: _doubles(line, 7, -1.0),
+        lambda line: _doubles(line, 8, math.inf),
+        lambda line: _doubles(line, 0, T0, count=9),  # a figure short
+        lambda line: _doubles(line, 0, T0, count=11),
+        lambda line: line.replace(b"\t", b"\tAAAA", 1),  # not whole doubles
+        lambda line: line.replace(b"=\t", b"\t", 1),  # not canonical
+        lambda line: line.replace(b"\t", b"\t\xff", 2),  # fine buckets not ASCII
         lambda line: line.replace(b":B:", b":B: ", 1),
         lambda line: _waiting(line, b":12,,3"),  # durations after the counts, one empty
         lambda line: _waiting(line, b":1:2"),
@@ -389,7 +416,7 @@ def test_a_version_11_aggregate_that_is_amiss_does_not_hold_together(change: Any
     "damage",
     [
         lambda data: data[:-1],  # cut short
-        lambda data: data.replace(b"\n[1,", b"\n[2,"),  # a count changed
+        lambda data: data.replace(b"\nAQAAAAAAAAAB", b"\nAgAAAAAAAAAB"),  # a count changed
         lambda data: data.replace(b'"lines":0', b'"lines":7'),  # the header changed
         lambda data: data + b"x",
     ],

@@ -173,8 +173,8 @@ def test_damaged_fine_buckets_are_carried_until_they_are_decoded(lab: Lab) -> No
     lab.run("run", "--", "true")
     lab.run("stats", "-q", "--prometheus", str(prom))
     _, header, line = checkpoint(lab).read_bytes().split(b"\n")[:3]
-    figures, fine, *rest = line.split(b"\t")
-    damaged = b"\t".join([figures, fine.replace(b":B:", b":B: ", 1), *rest])
+    counts, figures, fine, *rest = line.split(b"\t")
+    damaged = b"\t".join([counts, figures, fine.replace(b":B:", b":B: ", 1), *rest])
     checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), [damaged])))
     lab.run("run", "--", "true")
     carried = lab.run("stats", "-q", "--prometheus", str(prom))
@@ -198,8 +198,8 @@ def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
     prom = lab.home / "runner.prom"
     assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
     data = checkpoint(lab).read_bytes()
-    assert data.count(b"\n[2,") == 1  # the command's runs, first on its line
-    checkpoint(lab).write_bytes(data.replace(b"\n[2,", b"\n[7,"))
+    assert data.count(b"\nAgAA") == 1  # the command's 2 runs, first on its line (base64)
+    checkpoint(lab).write_bytes(data.replace(b"\nAgAA", b"\nBwAA"))  # 7
     result = lab.run("stats", "-q", "--prometheus", str(prom))
     assert b"set the stats checkpoint" in result.stderr
     assert b"CRC" in result.stderr or b"ValueError" in result.stderr
@@ -267,8 +267,8 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
     lab.run("run", "--", "true")
     lab.run("stats", "-q")
     _, header, *states = checkpoint(lab).read_bytes().split(b"\n")
-    assert states[0].startswith(b"[1,")  # the command's runs, first on its line
-    planted = [b"[1000000," + state.removeprefix(b"[1,") for state in states[:-1]]
+    assert states[0].startswith(b"AQAA")  # the command's 1 run, first on its line (base64)
+    planted = [b"QEIP" + state.removeprefix(b"AQAA") for state in states[:-1]]  # 1,000,000
     checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), planted)))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
