@@ -21,11 +21,9 @@ number cost more than the rest), and no JSON scanned.
 
 from __future__ import annotations
 
-import sys
-from array import array
-from binascii import a2b_base64, b2a_base64
 from itertools import chain
 
+from adapters.packing import packed, unpacked
 from domain.aggregate import RECENT, Aggregate, is_moment
 from domain.buckets import LE_SECONDS
 from domain.histogram import Histogram
@@ -78,15 +76,15 @@ def line(aggregate: Aggregate) -> bytes:
     figures = [_NAN if value is None else value for value in missing]
     figures += runs[3], runs[4], tries[3], tries[4]
     recent = aggregate.recent[-RECENT:]
-    times = array("d", [at for at, _ in recent])
+    times = [at for at, _ in recent]
     marks = bytes([_DIGITS[outcome] for _, outcome in recent])
     return b"\t".join(
         [
-            _packed(array("Q", counts)),
-            _packed(array("d", figures)),
+            packed("Q", counts),
+            packed("d", figures),
             str(runs[0]).encode(),
             str(tries[0]).encode(),
-            _packed(times) + b":" + marks,
+            packed("d", times) + b":" + marks,
         ]
     )
 
@@ -101,10 +99,10 @@ def read(data: bytes) -> Aggregate:
     fine_tries, tab, recent = rest.partition(b"\t")
     if not tab:
         raise ValueError("parts")
-    counts = _unpacked("Q", counts_text)
+    counts = unpacked("Q", counts_text)
     if len(counts) < _COUNTS or (len(counts) - _COUNTS) % 2:
         raise ValueError("counts")
-    doubles = _unpacked("d", figures_text)
+    doubles = unpacked("d", figures_text)
     figures = [None if value != value else value for value in doubles]  # noqa: PLR0124 - NaN: none
     if len(figures) != _FIGURES:
         raise ValueError("figures")
@@ -133,27 +131,6 @@ def read(data: bytes) -> Aggregate:
     return made
 
 
-def _packed(values: array[Any]) -> bytes:
-    """Numbers as little-endian bytes in base64."""
-    if sys.byteorder == "big":
-        values = array(values.typecode, values)
-        values.byteswap()
-    return b2a_base64(values, newline=False)
-
-
-def _unpacked(code: str, text: bytes) -> list[Any]:
-    """The numbers `_packed` wrote as `code`; ValueError unless canonical base64 of whole
-    ones."""
-    data = a2b_base64(text)
-    if b2a_base64(data, newline=False) != text:
-        raise ValueError("not as packed")
-    values = array(code)
-    values.frombytes(data)  # ValueError unless whole numbers
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values.tolist()
-
-
 def _code(value: float | None) -> int | None:
     """An exit code kept as a double: a whole number, or none."""
     if value is None:
@@ -169,7 +146,7 @@ def _recent(packed: bytes) -> list[tuple[float, str]]:
     text, colon, marks = packed.partition(b":")
     if not colon:
         raise ValueError("recent runs")
-    times = _unpacked("d", text)
+    times = unpacked("d", text)
     if not (
         len(times) == len(marks) <= RECENT
         and all(map(_AFTER_EARLIEST, times))  # both false for NaN

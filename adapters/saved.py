@@ -1,15 +1,18 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
     {"version": 12, "crc": …}
-    {"by": …, "position": …, "series": …, "open": …, "keys": [[key, last run], …],
+    {"by": …, "position": …, "series": …, "open": …, "keys": [key, …], "last_runs": …,
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: [label, place], …},
-                          "bounds": [[offset, …], …]}} or null, …}
-    [the first key's figures]<TAB>FINE<TAB>FINE<TAB>RECENT
+                          "bounds": [offsets, …]}} or null, …}
+    COUNTS<TAB>FIGURES<TAB>FINE<TAB>FINE<TAB>RECENT   (the first key's aggregate)
     …
 
-Every line is ASCII; the first two are JSON, and so is each aggregate's up to a tab
-(see adapters.aggregate_line for the rest: its fine buckets and recent runs, packed).
+Every line is ASCII; the first two are JSON, with numbers in bulk packed in it (see
+adapters.packing): each key's last run as doubles (NaN for none) in `last_runs`, and,
+for each family of the textfile, where each place's lines start (and the last one's
+end) as unsigned 64-bit integers in `bounds`. Each aggregate's line is as
+adapters.aggregate_line writes it.
 An aggregate is decoded only when something is added to it, or shown, and written back
 as it was read while it is unchanged; `export` says where the textfile written last
 holds each unchanged key's lines (its place among the series, and where each place's
@@ -30,6 +33,7 @@ import stat
 from binascii import crc32
 
 from adapters import aggregate_line, cjson
+from adapters.packing import packed, unpacked
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -144,17 +148,29 @@ def read(raw: bytes, by: str) -> Loaded | None:
     states = _lines(raw, second + 1, len(keys)) if type(keys) is list and second > 0 else None
     if states is None:
         raise ValueError("keys")
-    summary = Summary()
-    for (key, last_run), state in zip(keys, states, strict=True):
-        if type(key) is not str or key in summary.saved:
-            raise ValueError("key")
-        summary.saved[key] = Kept(_when(last_run), state)
+    if version == VERSION:
+        times = unpacked("d", header["last_runs"].encode())  # AttributeError unless text
+        last_runs = [_when(None if at != at else at) for at in times]  # noqa: PLR0124 - NaN: none
+        header["export"] = _unpacked_bounds(header["export"])
+    else:  # [key, last run] each
+        keys, last_runs = [pair[0] for pair in keys], [_when(pair[1]) for pair in keys]
+    summary = _kept(keys, last_runs, states)
     runs: dict[str, list[Any]] = header["open"]
     summary.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
     summary.newest = float(header["newest"])
     if version == 8:  # its export says where lines are in another form: all rendered anew once
         header["export"] = None
     return Loaded(header, summary)
+
+
+def _kept(keys: list[str], last_runs: list[float | None], states: list[memoryview]) -> Summary:
+    """A summary of the aggregates a checkpoint keeps, none read yet."""
+    summary = Summary()
+    for key, last_run, state in zip(keys, last_runs, states, strict=True):
+        if type(key) is not str or key in summary.saved:
+            raise ValueError("key")
+        summary.saved[key] = Kept(last_run, state)
+    return summary
 
 
 def _lines(raw: bytes, start: int, count: int) -> list[memoryview] | None:
@@ -172,18 +188,57 @@ def write(header: dict[str, object], summary: Summary) -> list[bytes | memoryvie
     """The checkpoint of `header` (without its keys) and `summary`, as the pieces of the file
     in order: an aggregate still as the file held it is written back unchanged (a view of
     the file read), the others anew."""
-    keys: list[list[object]] = []
+    keys: list[str] = []
+    last_runs: list[float | None] = []
     states: list[bytes | memoryview] = []
     for key, kept in list(summary.saved.items()):
         if isinstance(kept, Kept):
-            keys.append([key, kept.last_run])
+            keys.append(key)
+            last_runs.append(kept.last_run)
             states.append(kept.state)
         else:
             summary.aggregate(key)  # read: written below with the others
     for key, aggregate in summary.awake.items():
-        keys.append([key, aggregate.last_run])
+        keys.append(key)
+        last_runs.append(aggregate.last_run)
         states.append(aggregate_line.line(aggregate))
-    return sealed({**header, "keys": keys}, states)
+    return sealed(keyed(header, keys, last_runs), states)
+
+
+def keyed(
+    header: dict[str, object], keys: list[str], last_runs: list[float | None]
+) -> dict[str, object]:
+    """`header` with its keys, each one's last run, and its export's bounds, packed."""
+    times = packed("d", [_NAN if at is None else at for at in last_runs]).decode()
+    export = _packed_bounds(header.get("export"))
+    return {**header, "keys": keys, "last_runs": times, "export": export}
+
+
+_NAN = float("nan")
+
+
+def _packed_bounds(export: Any) -> Any:
+    """The export with its bounds packed; None when they cannot be (not read from a
+    textfile this runner wrote: the next export renders every series anew)."""
+    lines = export.get("lines") if type(export) is dict else None
+    if type(lines) is not dict or "bounds" not in lines:
+        return export
+    try:
+        bounds = [packed("Q", column).decode() for column in lines["bounds"]]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return {**export, "lines": {**lines, "bounds": bounds}}
+
+
+def _unpacked_bounds(export: Any) -> Any:
+    """The export with its bounds as lists of offsets again."""
+    lines = export.get("lines") if type(export) is dict else None
+    if type(lines) is not dict or "bounds" not in lines:
+        return export
+    if type(lines["bounds"]) is not list or not all(type(c) is str for c in lines["bounds"]):
+        raise TypeError("bounds")
+    lines["bounds"] = [unpacked("Q", column.encode()) for column in lines["bounds"]]
+    return export
 
 
 FINE = ("durations", "attempt_durations")

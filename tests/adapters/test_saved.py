@@ -180,6 +180,9 @@ def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None
     export["lines"] = {"job": ["job", [0, 10] * 12]}
     data = b"".join(saved.write({**HEADER, "export": export}, history))
     assert saved.read(data, "cmd").export == export  # type: ignore[union-attr]
+    job = history.by_key["job"]
+    keys = {**HEADER, "export": export, "keys": [["job", job.last_run]]}  # each with its time
+    data = b"".join(saved.sealed(keys, [aggregate_line.line(job)]))
     loaded = saved.read(data.replace(VERSION, b'"version":8', 1), "cmd")
     assert loaded is not None
     assert loaded.export is None
@@ -242,6 +245,36 @@ def test_an_aggregate_holds_its_counts_figures_fine_buckets_and_recent_runs() ->
     assert figures(through_file(history).summary) == figures(history)
 
 
+def test_the_header_packs_each_key_s_last_run_and_where_each_series_is() -> None:
+    """The numbers in bulk in the header (each key's last run, the export's bounds) are
+    packed; a header where they are not as packed is not read; bounds that cannot be
+    packed (not read from a textfile this runner wrote) are forgotten: the next export
+    renders every series anew."""
+    history = Summary()
+    replay([("job", 1, 0, 5), ("other job", 1, 1, 5)], history)
+    _, _, placed = export(history, [])
+    data = b"".join(saved.write({**HEADER, "export": {**EXPORT, "lines": placed}}, history))
+    header = json.loads(data.split(b"\n")[1])
+    assert header["keys"] == ["job", "other job"]
+    assert struct.unpack("<2d", a2b_base64(header["last_runs"])) == (T0 + 0.1, T0 + 1.1)
+    assert all(type(column) is str for column in header["export"]["lines"]["bounds"])
+    loaded = saved.read(data, "cmd")
+    assert loaded is not None
+    assert loaded.export is not None
+    assert loaded.export["lines"] == placed
+    for field, value in [
+        ("last_runs", 5),
+        ("last_runs", "AAAA"),
+        ("export", {**EXPORT, "lines": {"bounds": [[1]]}}),
+    ]:
+        changed = b"".join(saved.sealed({**header, field: value}, data.split(b"\n")[2:-1]))
+        with pytest.raises((ValueError, TypeError, AttributeError)):
+            saved.read(changed, "cmd")
+    unwritable = {**EXPORT, "lines": {**placed, "bounds": [[0.5]]}}
+    again = b"".join(saved.write({**HEADER, "export": unwritable}, history))
+    assert json.loads(again.split(b"\n")[1])["export"] is None
+
+
 def v11_line(group: Aggregate) -> bytes:
     """An aggregate's line as version 11 wrote it: its state in JSON, its fine buckets after
     it, "" in their place."""
@@ -295,7 +328,7 @@ def _planted(change: Any, form: Any) -> saved.Loaded:
     """A checkpoint of one aggregate, its line in `form`, changed by `change`."""
     history = Summary()
     replay([("job", 2, 1, 5), ("job", 1, 137, 9)], history)
-    header = {**HEADER, "keys": [["job", T0]]}
+    header = saved.keyed(dict(HEADER), ["job"], [T0])
     data = b"".join(saved.sealed(header, [change(form(history.by_key["job"]))]))
     loaded = saved.read(data, "cmd")
     assert loaded is not None

@@ -118,7 +118,7 @@ WRONG = [
 def plant(lab: Lab, header: dict[str, object], aggregates: dict[str, object] | None = None) -> None:
     """A checkpoint of this header and these aggregates, whole (its CRC matches)."""
     found = aggregates or {}
-    header = {**header, "keys": [[key, 1.7e9] for key in found]} if found else header
+    header = saved.keyed(header, list(found), [1.7e9] * len(found)) if found else header
     states = [(v if isinstance(v, str) else json.dumps(v)).encode() for v in found.values()]
     checkpoint(lab).write_bytes(b"".join(saved.sealed(header, states)))
 

@@ -1,0 +1,34 @@
+"""Numbers as a checkpoint packs them: little-endian, in base64, written and read in one
+C-level pass each way (a number written as text cost a call of `str`, and read, one of
+`int` or `float`: more than the rest of what a repeat does with it)."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from binascii import a2b_base64, b2a_base64
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def packed(code: str, values: list[Any] | array[Any]) -> bytes:
+    """`values` as numbers of the array type `code`; OverflowError for one it cannot hold."""
+    numbers = array(code, values)
+    if sys.byteorder == "big":
+        numbers.byteswap()
+    return b2a_base64(numbers, newline=False)
+
+
+def unpacked(code: str, text: bytes) -> list[Any]:
+    """The numbers `packed` wrote as `code`; ValueError unless canonical base64 of whole ones
+    (base64's decoder skips what it does not know: what it reads is written again)."""
+    data = a2b_base64(text)
+    if b2a_base64(data, newline=False) != text:
+        raise ValueError("not as packed")
+    numbers = array(code)
+    numbers.frombytes(data)  # ValueError unless whole numbers
+    if sys.byteorder == "big":
+        numbers.byteswap()
+    return numbers.tolist()
