@@ -349,6 +349,8 @@ def _waiting(line: bytes, durations: bytes) -> bytes:
 
 
 NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
+"""NaN after a time: the least and the greatest of both are the time."""
+INFINITE = b2a_base64(struct.pack("<2d", T0, math.inf), newline=False)
 
 
 def _counts(line: bytes, change: Any) -> bytes:
@@ -397,6 +399,8 @@ def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
         lambda line: _recent(line, times=b"AAAA"),  # not whole doubles
         lambda line: _recent(line, times=b"AAAAAAAAAAAAAAAAAAAAAB=="),  # not canonical
         lambda line: _recent(line, times=NAN),
+        lambda line: _recent(line, times=NAN, marks=b"10"),  # as many times as marks
+        lambda line: _recent(line, times=INFINITE, marks=b"10"),
         lambda line: line.rsplit(b":", 1)[0],  # no marks
         lambda line: b"\t" + line,
     ],
