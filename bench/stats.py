@@ -299,6 +299,7 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
         "repeat_ms": statistics.median(ours) * 1000,
         "run_start_up_ms": start_up * 1000,
         "repeat_ratio": statistics.median(ours) / start_up,
+        "repeat_mean_ratio": statistics.mean(ours) / start_up,
         "repeat_cpu_ratio": statistics.median(cpu),
         "repeat_target_ratio": 1.5,
         "repeat_floor_ratio": statistics.median(bare) / start_up,
@@ -348,6 +349,7 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     plain = repeat(home, 3 if reps == 1 else 21, local, commands=0)
     found["repeat_plain_ms"] = plain["repeat_ms"]
     found["repeat_plain_ratio"] = plain["repeat_ratio"]
+    found["repeat_plain_mean_ratio"] = plain["repeat_mean_ratio"]
     found["repeat_plain_cpu_ratio"] = plain["repeat_cpu_ratio"]
     found["repeat_plain_floor_ratio"] = plain["repeat_floor_ratio"]
     found["repeat_plain_floor_code_ratio"] = plain["repeat_floor_code_ratio"]
@@ -406,7 +408,13 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"<= {found['repeat_target_ratio']}x",
         ),
         (
-            "... the same in CPU time (user and system), 50 / 10,000 more commands",
+            "... the mean over the hours, 40 / 10,000 more commands (some hours count in "
+            "the durations waiting for the fine buckets)",
+            f"{found['repeat_plain_mean_ratio']:.2f}x / {found['repeat_mean_ratio']:.2f}x",
+            "",
+        ),
+        (
+            "... the same in CPU time (user and system), 40 / 10,000 more commands",
             f"{found['repeat_plain_cpu_ratio']:.2f}x / {found['repeat_cpu_ratio']:.2f}x",
             "",
         ),
