@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from array import array
-from itertools import accumulate, compress
+from itertools import compress
 from operator import add
 
-from domain.buckets import BUCKET_RATIO, LE_SECONDS, LE_TEXT, Placed
+from domain.buckets import BUCKET_RATIO, LE_SECONDS, Placed
 from domain.errors import Damaged
 from domain.packed import DEFERRED_MAX, carried, defer, pack, unpack
 
@@ -230,10 +230,6 @@ class Histogram:
                 middle = BUCKET_RATIO ** (index - 0.5) if index else 1.0
                 return min(middle, self.maximum)
         return self.maximum
-
-    def cumulative(self) -> list[tuple[str, int]]:
-        """(le, count of durations at or below it) for each bound and +Inf, as Prometheus wants."""
-        return list(zip(LE_TEXT, accumulate(self.le), strict=True))
 
     def state(self) -> list[object]:
         """A plain form for the checkpoint (see `from_state`): the fine buckets packed

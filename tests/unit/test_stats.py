@@ -21,6 +21,7 @@ from domain.outcomes import outcome_of
 from domain.packed import pack, unpack
 from domain.stats import OTHER, Summary
 from domain.waiting import count_attempts, count_singles, count_whole
+from entrypoints.exposition import Text
 from tests.fakes import FakeSaved
 from tests.procs import ROOT
 
@@ -176,7 +177,9 @@ def test_prometheus_buckets_are_cumulative_and_end_at_inf() -> None:
     h = Histogram()
     for ms in (1, 40, 40, 2000, 10**9):
         h.add(ms)
-    pairs = h.cumulative()
+    text = Text._histogram("runner_run_duration_seconds", 'cmd="x"', h)
+    buckets = [line.split('le="')[1].split('"} ') for line in text.splitlines()[:-2]]
+    pairs = [(le, int(count)) for le, count in buckets]
     assert pairs[0] == ("0.005", 1)
     assert dict(pairs)["0.05"] == 3
     assert dict(pairs)["5.0"] == 4
