@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from itertools import chain
 
-from adapters.packing import packed, unpacked
+from adapters.packing import NONE, or_none, packed, unpacked
 from domain.aggregate import RECENT, Aggregate, is_moment
 from domain.buckets import LE_SECONDS
 from domain.histogram import Histogram
@@ -42,7 +42,6 @@ _LE_TRIES = _LE_RUNS + _LE + 1
 _COUNTS = _LE_TRIES + _LE + 1
 """Where each part of the counts starts; the exit codes start at _COUNTS."""
 _FIGURES = 10
-_NAN = float("nan")
 _DIGITS = {outcome: ord("0") + place for place, outcome in enumerate(OUTCOMES)}
 _BY_MARK: list[str | None] = [None] * 256
 """Each byte's outcome as a mark (None: not a mark)."""
@@ -76,7 +75,7 @@ def line(aggregate: Aggregate) -> bytes:
         aggregate.last_failure,
         aggregate.last_failure_rc,
     )
-    figures = [_NAN if value is None else value for value in missing]
+    figures = [NONE if value is None else value for value in missing]
     figures += runs[3], runs[4], tries[3], tries[4]
     recent = aggregate.recent[-RECENT:]
     times = [at for at, _ in recent]
@@ -105,8 +104,7 @@ def read(data: bytes) -> Aggregate:
     counts = unpacked("Q", counts_text)
     if len(counts) < _COUNTS or (len(counts) - _COUNTS) % 2:
         raise ValueError("counts")
-    doubles = unpacked("d", figures_text)
-    figures = [None if value != value else value for value in doubles]  # noqa: PLR0124 - NaN: none
+    figures = or_none(unpacked("d", figures_text))
     if len(figures) != _FIGURES:
         raise ValueError("figures")
     last_run, last_rc, last_duration, last_success, last_failure, last_failure_rc = figures[:6]

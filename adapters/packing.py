@@ -13,6 +13,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+NONE = float("nan")
+"""Written for a figure there is none of: no figure a log gives is NaN."""
+
+
+def or_none(values: list[float]) -> list[float | None]:
+    """Doubles as `unpacked` read them, None for each NONE (NaN, alone unequal to itself)."""
+    return [None if value != value else value for value in values]  # noqa: PLR0124
+
+
 def packed(code: str, values: list[Any] | array[Any]) -> bytes:
     """`values` as numbers of the array type `code`; OverflowError for one it cannot hold."""
     numbers = array(code, values)

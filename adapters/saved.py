@@ -33,7 +33,7 @@ import stat
 from binascii import crc32
 
 from adapters import aggregate_line, cjson
-from adapters.packing import packed, unpacked
+from adapters.packing import NONE, or_none, packed, unpacked
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -149,8 +149,8 @@ def read(raw: bytes, by: str) -> Loaded | None:
     if states is None:
         raise ValueError("keys")
     if version == VERSION:
-        times = unpacked("d", header["last_runs"].encode())  # AttributeError unless text
-        last_runs = [_when(None if at != at else at) for at in times]  # noqa: PLR0124 - NaN: none
+        times = or_none(unpacked("d", header["last_runs"].encode()))  # AttributeError unless text
+        last_runs = list(map(_when, times))
         header["export"] = _unpacked_bounds(header["export"])
     else:  # [key, last run] each
         keys, last_runs = [pair[0] for pair in keys], [_when(pair[1]) for pair in keys]
@@ -209,12 +209,9 @@ def keyed(
     header: dict[str, object], keys: list[str], last_runs: list[float | None]
 ) -> dict[str, object]:
     """`header` with its keys, each one's last run, and its export's bounds, packed."""
-    times = packed("d", [_NAN if at is None else at for at in last_runs]).decode()
+    times = packed("d", [NONE if at is None else at for at in last_runs]).decode()
     export = _packed_bounds(header.get("export"))
     return {**header, "keys": keys, "last_runs": times, "export": export}
-
-
-_NAN = float("nan")
 
 
 def _packed_bounds(export: Any) -> Any:

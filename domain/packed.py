@@ -22,9 +22,9 @@ DEFERRED_MAX = 256
 
 _CODES = ("B", "H", "I", "Q")
 """Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
-_LIMITS = {code: 1 << (8 * array(code).itemsize) for code in _CODES}
-"""The smallest count each type code cannot hold."""
 _SIZES = {code: array(code).itemsize for code in _CODES}
+_LIMITS = {code: 1 << (8 * size) for code, size in _SIZES.items()}
+"""The smallest count each type code cannot hold."""
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _SPARE = {0: _ALPHABET, 1: b"AEIMQUYcgkosw048", 2: b"AQgw"}
 """What the character before one or two `=` may be: one whose bits past the data are zero."""
