@@ -7,8 +7,6 @@ import fcntl
 import os
 import time
 
-from adapters.holders import busy_holders, claim, ours
-from adapters.state import ensure_folder
 from domain.errors import LockBusy, StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -64,6 +62,8 @@ class FcntlLock:
         the run. A lock file deleted or replaced while we queued is locked anew.
         """
         if self.create_folder:
+            from adapters.state import ensure_folder  # noqa: PLC0415 - not for stats' lock
+
             ensure_folder(os.path.dirname(self.path) or ".")
         deadline = time.monotonic() + wait
         while True:
@@ -75,13 +75,19 @@ class FcntlLock:
                     self._fd = fds.pop(slot)
                     if self.mode == fcntl.LOCK_SH or self.bare:
                         return None
+                    from adapters.holders import claim  # noqa: PLC0415 - not for stats' lock
+
                     self._claimed = claim(self._fd, self.what)
                     try:
                         return _next_token(self.path + ".token")
                     except StateError:
                         self.release()
                         raise
-                busy = busy_holders(fds) if slot is None else None
+                busy = None
+                if slot is None:
+                    from adapters.holders import busy_holders  # noqa: PLC0415 - a busy lock
+
+                    busy = busy_holders(fds)
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -100,7 +106,8 @@ class FcntlLock:
         flock(1)). A folder is locked as flock(1) locks one (its holder writes nothing).
         A file that holds anything but a holder's record (see adapters.holders) is opened
         read-only, as flock(1) opens every file: a script open for writing could not
-        be run (ETXTBSY) by the command that inherits the lock.
+        be run (ETXTBSY) by the command that inherits the lock. A `bare` lock stays open
+        for writing whatever its file holds: no command inherits it.
 
         A `bare` lock file that cannot even be read (root's stats left it 0600 in a user's
         home) is replaced by one of this user's: left as it is, every stats of the user
@@ -110,6 +117,10 @@ class FcntlLock:
         try:
             try:
                 fd = os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o600)
+                if self.bare:  # no command inherits it, and no record is written into it
+                    return fd
+                from adapters.holders import ours  # noqa: PLC0415 - not for stats' lock
+
                 if ours(fd):
                     return fd
                 os.close(fd)

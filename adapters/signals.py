@@ -32,6 +32,11 @@ def _ignore(signum: int, frame: object) -> None:
     """The wakeup pipe is the record; the Python-level handler has nothing to do."""
 
 
+def _quit(signum: int, frame: object) -> None:
+    """SIGQUIT once the work is done: the process ends by it, with no core file."""
+    end_by_signal(signum)
+
+
 class SignalWatch:
     """Catches the runner's signals from the moment it is built, whatever its parent left.
 
@@ -125,13 +130,11 @@ class SignalWatch:
         """Hand the ending signals back to their default action, then return what `pending`
         returns: from here on such a signal ends the process by itself, so none that comes
         on the way out is recorded and then lost (for work that has nothing left to
-        protect). No core file is written for SIGQUIT."""
-        import resource  # noqa: PLC0415 - only on the way out
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        protect). SIGQUIT is ended by `end_by_signal`, from a handler, so that it writes
+        no core file (and `resource` is imported only if one comes)."""
         for signum in ENDING:
             if signal.getsignal(signum) is _ignore:
-                signal.signal(signum, signal.SIG_DFL)
+                signal.signal(signum, _quit if signum == signal.SIGQUIT else signal.SIG_DFL)
         return self.pending()
 
     def signal_group(self, signum: int) -> None:
