@@ -160,3 +160,43 @@ def test_sleep_is_cut_short_by_a_signal(watch: SignalWatch) -> None:
     assert clock.sleep(30) == signal.SIGINT
     assert clock.monotonic() - start < 20
     sender.join()
+
+
+FINAL = """
+import resource, select, sys
+sys.path.insert(0, sys.argv[1])
+from adapters.signals import SignalWatch
+soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # a core would be written, if it can be
+watch = SignalWatch()
+del sys.modules["resource"]
+print(watch.final(), "resource" in sys.modules, flush=True)
+select.select([sys.stdin], [], [], 60)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
+def test_once_the_work_is_done_an_ending_signal_ends_the_process_by_itself_with_no_core(
+    tmp_path: Path, signum: int
+) -> None:
+    """After `final`, a signal that ends the run ends the process by that signal: none is
+    recorded and then lost on the way out, and SIGQUIT leaves no core file. `final` itself
+    imports nothing (resource only once a SIGQUIT comes)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", FINAL, ROOT],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout.readline() == b"[] False\n"
+    child.send_signal(signum)
+    _, status = os.waitpid(child.pid, 0)
+    child.returncode = -signum  # reaped here, with its core flag
+    child.stdout.close()
+    child.stdin.close()
+    assert os.WIFSIGNALED(status)
+    assert os.WTERMSIG(status) == signum
+    assert not os.WCOREDUMP(status)
+    assert not list(tmp_path.glob("core*"))
