@@ -246,6 +246,32 @@ def test_a_textfile_changed_since_it_was_written_is_not_copied_from(lab: Lab) ->
         assert success in prom.read_bytes(), change
 
 
+def test_a_textfile_with_blocks_a_crash_left_unwritten_is_not_copied_from(lab: Lab) -> None:
+    """The textfile is written without fsync: after a crash some of its blocks may read as
+    zeros, its size and time those written (where the file system does not write out a
+    file renamed over another, as ext4 does). Such a file is not copied from (its zeros
+    would be copied on for as long as the series stay unchanged); every series is
+    written anew."""
+    lab.run("run", "--", "true")
+    lab.run("run", "--name", "nightly", "--", "false")
+    prom = lab.home / "runner.prom"
+    success = b'runner_runs_total{cmd="true",outcome="success"} 1\n'
+    assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
+    written = os.stat(prom)
+    data = prom.read_bytes()
+    middle = data.index(success) + success.index(b"success")
+    with prom.open("r+b") as handle:
+        handle.seek(middle)
+        handle.write(bytes(len("success")))
+    os.utime(prom, ns=(written.st_atime_ns, written.st_mtime_ns))
+    lab.run("run", "--name", "nightly", "--", "false")
+    result = lab.run("stats", "-q", "--prometheus", str(prom))
+    assert (result.returncode, result.stderr) == (0, b"")
+    text = prom.read_bytes()
+    assert b"\0" not in text
+    assert success in text
+
+
 def test_a_checkpoint_that_is_a_fifo_or_a_device_is_never_read(lab: Lab) -> None:
     """Regression: a FIFO in its place hung stats for ever; a link to /dev/zero grew to
     1.4 GB then MemoryError."""
