@@ -3,7 +3,8 @@ are not counts, its two histograms' fine buckets and its recent runs, a tab befo
 
     COUNTS<TAB>FIGURES<TAB>FINE<TAB>FINE<TAB>RECENT
 
-COUNTS, as little-endian unsigned 64-bit integers in base64: runs, attempts,
+COUNTS, as little-endian unsigned integers of the fewest bytes that hold the largest, in
+base64 after their array type code (adapters.packing.packed_counts): runs, attempts,
 attempts_max, retried; runs by outcome, then attempts by outcome (in the order of
 OUTCOMES); the exported buckets and the count of each histogram (run durations, then
 attempt durations); then each exit code and its count of runs. FIGURES: last_run,
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from itertools import chain
 
-from adapters.packing import NONE, or_none, packed, unpacked
+from adapters.packing import NONE, or_none, packed, packed_counts, unpacked, unpacked_counts
 from domain.aggregate import RECENT, Aggregate, is_moment
 from domain.buckets import LE_SECONDS
 from domain.histogram import Histogram
@@ -82,7 +83,7 @@ def line(aggregate: Aggregate) -> bytes:
     marks = bytes([_DIGITS[outcome] for _, outcome in recent])
     return b"\t".join(
         [
-            packed("Q", counts),
+            packed_counts(counts),
             packed("d", figures),
             str(runs[0]).encode(),
             str(tries[0]).encode(),
@@ -101,7 +102,7 @@ def read(data: bytes) -> Aggregate:
     fine_tries, tab, recent = rest.partition(b"\t")
     if not tab:
         raise ValueError("parts")
-    counts = unpacked("Q", counts_text)
+    counts = unpacked_counts(counts_text)
     if len(counts) < _COUNTS or (len(counts) - _COUNTS) % 2:
         raise ValueError("counts")
     figures = or_none(unpacked("d", figures_text))

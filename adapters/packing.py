@@ -1,12 +1,15 @@
 """Numbers as a checkpoint packs them: little-endian, in base64, written and read in one
 C-level pass each way (a number written as text cost a call of `str`, and read, one of
-`int` or `float`: more than the rest of what a repeat does with it)."""
+`int` or `float`: more than the rest of what a repeat does with it); counts in the
+fewest bytes that hold them."""
 
 from __future__ import annotations
 
 import sys
 from array import array
 from binascii import a2b_base64, b2a_base64
+
+from domain.packed import narrowest
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -41,3 +44,23 @@ def unpacked(code: str, text: bytes) -> list[Any]:
     if sys.byteorder == "big":
         numbers.byteswap()
     return numbers.tolist()
+
+
+_CODE_OF = {code.encode(): code for code in ("B", "H", "I", "Q")}
+
+
+def packed_counts(counts: list[int]) -> bytes:
+    """Whole numbers, none below zero, as unsigned integers of the fewest bytes that hold
+    the largest (most counts are small: a quarter or an eighth of the bytes of 64-bit
+    ones): that array type code, then `packed` of them. OverflowError for one below zero
+    or of 2**64 or more."""
+    code = narrowest(max(counts, default=0))
+    return code.encode() + packed(code, counts)
+
+
+def unpacked_counts(text: bytes) -> list[int]:
+    """The counts `packed_counts` wrote; ValueError unless it wrote them so."""
+    code = _CODE_OF.get(text[:1])
+    if code is None:
+        raise ValueError("not as packed")
+    return unpacked(code, text[1:])

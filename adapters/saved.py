@@ -11,7 +11,7 @@
 Every line is ASCII; the first two are JSON, with numbers in bulk packed in it (see
 adapters.packing): each key's last run as doubles (NaN for none) in `last_runs`, and,
 for each family of the textfile, where each place's lines start (and the last one's
-end) as unsigned 64-bit integers in `bounds`. Each aggregate's line is as
+end) as counts (adapters.packing.packed_counts) in `bounds`. Each aggregate's line is as
 adapters.aggregate_line writes it.
 An aggregate is decoded only when something is added to it, or shown, and written back
 as it was read while it is unchanged; `export` says where the textfile written last
@@ -33,7 +33,7 @@ import stat
 from binascii import crc32
 
 from adapters import aggregate_line, cjson
-from adapters.packing import NONE, or_none, packed, unpacked
+from adapters.packing import NONE, or_none, packed, packed_counts, unpacked, unpacked_counts
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -221,7 +221,7 @@ def _packed_bounds(export: Any) -> Any:
     if type(lines) is not dict or "bounds" not in lines:
         return export
     try:
-        bounds = [packed("Q", column).decode() for column in lines["bounds"]]
+        bounds = [packed_counts(column).decode() for column in lines["bounds"]]
     except (TypeError, ValueError, OverflowError):
         return None
     return {**export, "lines": {**lines, "bounds": bounds}}
@@ -234,7 +234,7 @@ def _unpacked_bounds(export: Any) -> Any:
         return export
     if type(lines["bounds"]) is not list or not all(type(c) is str for c in lines["bounds"]):
         raise TypeError("bounds")
-    lines["bounds"] = [unpacked("Q", column.encode()) for column in lines["bounds"]]
+    lines["bounds"] = [unpacked_counts(column.encode()) for column in lines["bounds"]]
     return export
 
 

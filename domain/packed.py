@@ -38,18 +38,20 @@ def pack(first: int, counts: list[int] | array[int]) -> str:
     then the counts as unsigned integers of the fewest bytes that hold the largest (an
     array's type code), little-endian, in base64. Counts still packed as `unpack` read
     them are written in their own type (one that `pack` chose, or wider)."""
-    if type(counts) is array:
-        data = counts
-    else:
-        most = max(counts, default=0)
-        code = next((code for code in _CODES if most < _LIMITS[code]), None)
-        if code is None:
-            raise OverflowError("a fine bucket counts 2**64 durations or more")
-        data = array(code, counts)
+    data = counts if type(counts) is array else array(narrowest(max(counts, default=0)), counts)
     if sys.byteorder == "big":
         data = array(data.typecode, data)
         data.byteswap()
     return f"{first}:{data.typecode}:{b2a_base64(data, newline=False).decode()}"
+
+
+def narrowest(most: int) -> str:
+    """The type code of the unsigned integers of the fewest bytes that hold `most`;
+    OverflowError for 2**64 or more."""
+    for code in _CODES:
+        if most < _LIMITS[code]:
+            return code
+    raise OverflowError("a count of 2**64 or more")
 
 
 def defer(packed: str, waiting: int, durations: list[int]) -> str:

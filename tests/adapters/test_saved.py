@@ -221,17 +221,18 @@ def _resealed(data: bytes, change: Any) -> bytes:
 
 
 def test_an_aggregate_holds_its_counts_figures_fine_buckets_and_recent_runs() -> None:
-    """Version 12: the counts in decimal; the figures that are not counts (times, exit codes
-    that may be missing, totals) as doubles; the two histograms' fine buckets; the recent
-    runs packed. A tab before each part, none in any (base64 and decimal have none);
-    all come back exactly."""
+    """Version 12: the counts packed in the fewest bytes that hold them (here one each);
+    the figures that are not counts (times, exit codes that may be missing, totals) as
+    doubles; the two histograms' fine buckets; the recent runs packed. A tab before each
+    part, none in any (base64 and decimal have none); all come back exactly."""
     history = Summary()
     replay([("job", 2, 1, 5), ("job", 1, 0, 3_600_000), ("job", 1, 137, 7)], history)
     data = b"".join(saved.write(dict(HEADER), history))
     (line,) = data.split(b"\n")[2:-1]
     counts, doubles, *fine, recent = line.split(b"\t")
     job = history.by_key["job"]
-    whole = array("Q", a2b_base64(counts)).tolist()
+    assert counts[:1] == b"B"
+    whole = list(a2b_base64(counts[1:]))
     assert whole[:12] == [3, 4, 2, 1, 1, 1, 0, 1, 1, 2, 0, 1]  # runs, attempts, by outcome
     assert whole[-7:] == [4, 0, 1, 1, 1, 137, 1]  # attempts counted; each exit code, its runs
     last = struct.unpack("<10d", a2b_base64(doubles))
@@ -356,8 +357,9 @@ INFINITE = b2a_base64(struct.pack("<2d", T0, math.inf), newline=False)
 def _counts(line: bytes, change: Any) -> bytes:
     """A version 12 line with its counts changed by a function of their list."""
     counts, *rest = line.split(b"\t")
-    changed = array("Q", change(array("Q", a2b_base64(counts)).tolist()))
-    return b"\t".join([b2a_base64(changed, newline=False), *rest])
+    code = counts[:1].decode()
+    changed = array(code, change(array(code, a2b_base64(counts[1:])).tolist()))
+    return b"\t".join([code.encode() + b2a_base64(changed, newline=False), *rest])
 
 
 def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
@@ -377,7 +379,10 @@ def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
         lambda line: _counts(line, lambda counts: counts[1:]),  # a count short
         lambda line: _counts(line, lambda counts: [1, *counts]),  # one more
         lambda line: _counts(line, lambda counts: counts[:-1]),  # an exit code's count short
-        lambda line: b"x" + line,  # not base64
+        lambda line: b"x" + line,  # no type code
+        lambda line: b"Q" + line[1:],  # not whole counts of the type it names
+        lambda line: line[1:],  # no type code, and not base64
+        lambda line: b"b" + line[1:],  # a type code of signed integers
         lambda line: line.replace(b"\t", b"A\t", 1),  # not whole counts
         lambda line: _doubles(line, 0, math.inf),  # a time past any a log holds
         lambda line: _doubles(line, 0, 1e16),
@@ -453,7 +458,7 @@ def test_a_version_11_aggregate_that_is_amiss_does_not_hold_together(change: Any
     "damage",
     [
         lambda data: data[:-1],  # cut short
-        lambda data: data.replace(b"\nAQAAAAAAAAAB", b"\nAgAAAAAAAAAB"),  # a count changed
+        lambda data: data.replace(b"\nBAQEB", b"\nBAgEB"),  # a count changed (runs: 2)
         lambda data: data.replace(b'"lines":0', b'"lines":7'),  # the header changed
         lambda data: data + b"x",
     ],

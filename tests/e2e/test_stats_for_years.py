@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from adapters import saved
+from adapters.packing import packed_counts, unpacked_counts
 from tests.checkpoints import HEADER as PLANTED
 from tests.e2e.conftest import Lab
 from tests.procs import ROOT, lock_held_elsewhere
@@ -198,8 +199,8 @@ def test_a_checkpoint_damaged_in_any_byte_is_set_aside(lab: Lab) -> None:
     prom = lab.home / "runner.prom"
     assert lab.run("stats", "-q", "--prometheus", str(prom)).returncode == 0
     data = checkpoint(lab).read_bytes()
-    assert data.count(b"\nAgAA") == 1  # the command's 2 runs, first on its line (base64)
-    checkpoint(lab).write_bytes(data.replace(b"\nAgAA", b"\nBwAA"))  # 7
+    assert data.count(b"\nBAgIB") == 1  # the command's 2 runs, first on its line (bytes)
+    checkpoint(lab).write_bytes(data.replace(b"\nBAgIB", b"\nBBwIB"))  # 7
     result = lab.run("stats", "-q", "--prometheus", str(prom))
     assert b"set the stats checkpoint" in result.stderr
     assert b"CRC" in result.stderr or b"ValueError" in result.stderr
@@ -293,8 +294,11 @@ def test_a_checkpoint_of_another_user_is_not_believed(lab: Lab) -> None:
     lab.run("run", "--", "true")
     lab.run("stats", "-q")
     _, header, *states = checkpoint(lab).read_bytes().split(b"\n")
-    assert states[0].startswith(b"AQAA")  # the command's 1 run, first on its line (base64)
-    planted = [b"QEIP" + state.removeprefix(b"AQAA") for state in states[:-1]]  # 1,000,000
+    assert len(states) == 2  # the command's line, then the file's end
+    counts, rest = states[0].split(b"\t", 1)
+    runs = unpacked_counts(counts)
+    assert runs[0] == 1  # the command's 1 run, first on its line
+    planted = [packed_counts([1_000_000, *runs[1:]]) + b"\t" + rest]
     checkpoint(lab).write_bytes(b"".join(saved.sealed(json.loads(header), planted)))
     os.chown(checkpoint(lab), 65534, 65534)
     result = lab.run("stats", "--json")
