@@ -9,7 +9,7 @@ import sys
 from array import array
 from binascii import a2b_base64, b2a_base64
 
-from domain.packed import narrowest
+from domain.packed import CODES, narrowest
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def unpacked(code: str, text: bytes) -> list[Any]:
     return numbers.tolist()
 
 
-_CODE_OF = {code.encode(): code for code in ("B", "H", "I", "Q")}
+_CODE_OF = {code.encode(): code for code in CODES}
 
 
 def packed_counts(counts: list[int]) -> bytes:

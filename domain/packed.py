@@ -20,9 +20,9 @@ from domain.buckets import FINE_MAX
 DEFERRED_MAX = 256
 """Durations written after the packed counts at most: past that they are counted in."""
 
-_CODES = ("B", "H", "I", "Q")
+CODES = ("B", "H", "I", "Q")
 """Array type codes of unsigned integers, from the fewest bytes a count takes to the most."""
-_SIZES = {code: array(code).itemsize for code in _CODES}
+_SIZES = {code: array(code).itemsize for code in CODES}
 _LIMITS = {code: 1 << (8 * size) for code, size in _SIZES.items()}
 """The smallest count each type code cannot hold."""
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -48,7 +48,7 @@ def pack(first: int, counts: list[int] | array[int]) -> str:
 def narrowest(most: int) -> str:
     """The type code of the unsigned integers of the fewest bytes that hold `most`;
     OverflowError for 2**64 or more."""
-    for code in _CODES:
+    for code in CODES:
         if most < _LIMITS[code]:
             return code
     raise OverflowError("a count of 2**64 or more")
@@ -93,7 +93,7 @@ def checked(packed: object) -> int:
         if not (
             colon
             and again
-            and code in _CODES
+            and code in CODES
             and first.isascii()
             and first.isdigit()
             and len(first) <= 4
