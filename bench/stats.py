@@ -217,10 +217,14 @@ except ImportError:
 
 home, pattern, added, program = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
 code = sys.argv[5:]
-if code:
+if code:  # loaded as stats loads them: from the one file of their bytecode (adapters.preload)
     sys.path.insert(0, code[0])
+    import entrypoints.cli, entrypoints.manage
+    from adapters.preload import preload
+
+    preload("stats", code[0], entrypoints.manage.STATS_MODULES)
     import adapters.checkpoint, adapters.lock, adapters.textfile
-    import entrypoints.cli, entrypoints.manage, entrypoints.prometheus, entrypoints.stats
+    import entrypoints.prometheus, entrypoints.stats
 
 
 def replace(path, data):
@@ -258,7 +262,8 @@ needs; the checkpoint read and its header decoded; the new lines read and matche
 the line pattern (in C, nothing counted; the pattern built from its program, as `stats`
 builds it where it can: PREBUILT); the textfile read; both written anew; an exit
 without the interpreter's teardown, as `stats` leaves. With a folder as last argument,
-`stats`' own modules are loaded too (the code a repeat loads, run or not)."""
+`stats`' own modules are loaded too, as it loads them (the code a repeat loads, run or
+not)."""
 
 
 def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""`stats --prometheus` loads its modules from one file of their bytecode (adapters.preload):
+the real runner in a copy of its folder, with Python's own account (-v) of what it
+imported as usual."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from entrypoints.manage import STATS_MODULES
+from tests.procs import ROOT
+
+OURS = ("domain.", "adapters.", "entrypoints.")
+
+
+class Copy:
+    """runner.py and its folders copied with no bytecode, a home, and a textfile."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.folder = tmp_path / "runner"
+        shutil.copytree(
+            ROOT,
+            self.folder,
+            ignore=shutil.ignore_patterns(".*", "tests", "state", "*.jsonl", "__pycache__"),
+        )
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.prom = tmp_path / "runner.prom"
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env["RUNNER_HOME"] = str(self.home)
+
+    @property
+    def kept(self) -> Path:
+        tag = sys.implementation.cache_tag
+        return self.folder / "entrypoints" / "__pycache__" / f"stats.{tag}.modules"
+
+    def runner(
+        self, *args: str, verbose: bool = False, status: int = 0
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, *(["-v"] if verbose else []), str(self.folder / "runner.py"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == status, result.stderr[-2000:]
+        return result
+
+    def imported_as_usual(self) -> list[str]:
+        """Our modules a `stats -q --prometheus` imported through importlib, in order."""
+        result = self.runner("stats", "-q", "--prometheus", str(self.prom), verbose=True)
+        found = [
+            line.split("'")[1] for line in result.stderr.splitlines() if line.startswith("import '")
+        ]
+        return [name for name in found if name.startswith(OURS)]
+
+
+def test_a_repeat_loads_every_stats_module_from_the_one_file_and_never_a_changed_one(
+    tmp_path: Path,
+) -> None:
+    """The first `stats` imports as usual every module STATS_MODULES names (none is loaded
+    that a repeat would not import) and keeps the file; a repeat then imports none of them
+    as usual (each comes after those it imports); a module edited since is imported as
+    usual, its new text in the export, and the file is kept anew."""
+    copy = Copy(tmp_path)
+    copy.runner("run", "--", "true")
+    first = copy.imported_as_usual()
+    assert set(STATS_MODULES) <= set(first)
+    assert copy.kept.is_file()
+    kept = copy.kept.stat().st_mtime_ns
+    copy.runner("run", "--", "false", status=1)
+    repeat = copy.imported_as_usual()
+    assert not set(repeat) & set(STATS_MODULES)
+    assert repeat.index("adapters.preload") > repeat.index("entrypoints.manage")
+    assert copy.kept.stat().st_mtime_ns == kept
+    assert 'runner_runs_total{cmd="false",outcome="failure"} 1' in copy.prom.read_text()
+
+    exposition = copy.folder / "entrypoints" / "exposition.py"
+    text = exposition.read_text()
+    assert '"Attempt duration."' in text
+    exposition.write_text(text.replace('"Attempt duration."', '"Attempt duration, edited."'))
+    edited = copy.imported_as_usual()
+    assert "entrypoints.exposition" in edited
+    assert (
+        "# HELP runner_attempt_duration_seconds Attempt duration, edited." in copy.prom.read_text()
+    )
+    assert copy.kept.stat().st_mtime_ns != kept
+    assert not set(copy.imported_as_usual()) & set(STATS_MODULES)
+
+
+def test_without_bytecode_stats_keeps_no_file_and_counts_the_same(tmp_path: Path) -> None:
+    """PYTHONDONTWRITEBYTECODE: Python writes no .pyc, stats no file of its modules."""
+    copy = Copy(tmp_path)
+    copy.env["PYTHONDONTWRITEBYTECODE"] = "1"
+    copy.runner("run", "--", "true")
+    copy.runner("stats", "-q", "--prometheus", str(copy.prom))
+    assert not copy.kept.parent.exists()
+    assert 'runner_runs_total{cmd="true",outcome="success"} 1' in copy.prom.read_text()
