@@ -4,7 +4,7 @@ exposition format wants it (labels escaped, numbers as the client libraries writ
 from __future__ import annotations
 
 from itertools import accumulate, compress, pairwise, repeat
-from operator import add, and_, eq, le, lt, not_
+from operator import add, and_, eq, lt, not_
 
 from domain.buckets import LE_TEXT
 from domain.outcomes import OUTCOMES
@@ -163,22 +163,24 @@ class Copy:
         self.runs = [(places[a], olds[a], b - a) for a, b in pairwise(cuts)] if places else []
         """Each run's place now, its first series' place there, and its length in series."""
         needed = max((first + count for _, first, count in self.runs), default=0)
-        for name, column in zip(NAMES, bounds, strict=True):
-            if not (
-                type(column) is list
-                and len(column) > needed
-                and set(map(type, column)) == {int}
-                and all(map(le, column[:-1], column[1:]))
-                and column[0] >= 0
-                and column[-1] <= len(old)
-            ):
-                raise ValueError("bounds")
-            for _, first, count in self.runs:
-                start, end = column[first], column[first + count]
-                if end > start and not (
-                    old.startswith(name, start) and old.endswith(b"\n", start, end)
+        try:  # a TypeError for what is not a number, or a start that is no whole one
+            for name, column in zip(NAMES, bounds, strict=True):
+                if not (
+                    type(column) is list
+                    and len(column) > needed
+                    and column == sorted(column)  # one C-level pass over what is in order
+                    and column[0] >= 0
+                    and column[-1] <= len(old)
                 ):
-                    raise ValueError("lines")
+                    raise ValueError("bounds")
+                for _, first, count in self.runs:
+                    start, end = column[first], column[first + count]
+                    if end > start and not (
+                        old.startswith(name, start) and old.endswith(b"\n", start, end)
+                    ):
+                        raise ValueError("lines")
+        except TypeError:
+            raise ValueError("bounds") from None
         self.places, self.view, self.bounds = places, memoryview(old), bounds
 
 
