@@ -11,6 +11,8 @@ from domain.outcomes import OUTCOMES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from domain.aggregate import Aggregate
     from domain.histogram import Histogram
 
@@ -70,6 +72,11 @@ class Text:
     def sample(self, name: str, label: str, value: float, **extra: str) -> None:
         more = "".join(f',{key}="{_escape(text)}"' for key, text in extra.items()) if extra else ""
         self.lines.append(f"{name}{{{self._base(label)}{more}}} {_number(value)}")
+
+    def whole(self, name: str, counts: Iterable[tuple[str, int]]) -> None:
+        """One sample of a whole number for each label, in the order given."""
+        base = self._base
+        self.lines += [f"{name}{{{base(label)}}} {count}" for label, count in counts]
 
     def series(self, label: str, group: Aggregate) -> list[str]:
         """The lines of one series in each of FAMILIES, one string a family."""

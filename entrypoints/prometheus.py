@@ -119,8 +119,9 @@ def render(
     out.family(
         "runner_runs_in_progress", "gauge", "Runs waiting for a retry, or never seen to end."
     )
-    for label in sorted(keys_of):
-        out.sample("runner_runs_in_progress", label, running.get(label, 0))
+    out.whole(
+        "runner_runs_in_progress", [(label, running.get(label, 0)) for label in sorted(keys_of)]
+    )
     if window is not None and window_seconds is not None:
         _window(out, window, by, known, window_seconds)
     out.family("runner_log_malformed_lines_total", "counter", "Log lines that are not attempts.")
