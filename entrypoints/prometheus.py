@@ -83,10 +83,10 @@ def render(
 ) -> tuple[list[bytes | memoryview], list[str], dict[str, Any]]:
     """The textfile (its pieces, in order: the copied ones are slices of the one before);
     the label values it exported (to remember for the next one); and
-    where it put the lines of each series: `keys`, the place of each key exported under a
-    label of its own ({key: [label, place]}), and `bounds`, for each family, where each
-    place's lines start and where the last one's end (to export them again while the key
-    is unchanged).
+    where it put the lines of each series: `keys`, the place of each key exported alone
+    under its own label ({key: place}: `(other)` holds more than one, or a key that is
+    not `(other)` itself), and `bounds`, for each family, where each place's lines start
+    and where the last one's end (to export them again while the key is unchanged).
 
     `constant` labels (--label) go on every sample, so that textfiles of several homes
     never collide; `log_present` says whether there was a log to read at all. With
@@ -110,7 +110,11 @@ def render(
         if place not in copied
     }
     chunks, bounds = assemble(copy, fresh)
-    alone = {keys[0]: [label, at] for at, (label, keys) in enumerate(labels) if len(keys) == 1}
+    alone = {
+        keys[0]: at
+        for at, (label, keys) in enumerate(labels)
+        if len(keys) == 1 and _own(label, keys[0])
+    }
     placed: dict[str, Any] = {"keys": alone, "bounds": bounds}
     running: dict[str, int] = {}
     for key, count in history.in_progress().items():
@@ -138,23 +142,28 @@ def _copy(
     old: bytes, where: dict[str, Any], labels: list[tuple[str, list[str]]], unchanged: KeysView[str]
 ) -> Copy | None:
     """What can be copied from the textfile written before (`where` says where each key's
-    lines are in it): the lines of the unchanged keys exported alone, under the label they
-    were exported under then. None when anything there is amiss (all is rendered anew)."""
+    lines are in it): the lines of the unchanged keys exported alone under their own label,
+    then as now. None when anything there is amiss (all is rendered anew)."""
     alone = where.get("keys")
     if type(alone) is not dict:
         return None
     places, olds = [], []
     for place, (label, keys) in enumerate(labels):
-        found = alone.get(keys[0]) if len(keys) == 1 and keys[0] in unchanged else None
-        if type(found) is list and len(found) == 2 and found[0] == label:
-            places.append(place)
-            olds.append(found[1])
-    if not all(type(there) is int for there in olds):
-        return None
+        if len(keys) == 1 and keys[0] in unchanged and _own(label, keys[0]):
+            found = alone.get(keys[0])
+            if type(found) is int:
+                places.append(place)
+                olds.append(found)
     try:
         return Copy(old, places, olds, where.get("bounds"))  # type: ignore[arg-type]
     except ValueError:
         return None
+
+
+def _own(label: str, key: str) -> bool:
+    """Whether `key` is under its own label (label_of(key)), knowing that `fold` put it
+    under that label or under OTHER, which is no key's own label but OTHER's."""
+    return label != OTHER or key == OTHER
 
 
 def _group(history: Summary, keys: list[str]) -> Aggregate:

@@ -19,7 +19,7 @@ from adapters import aggregate_line, cjson, saved
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.histogram import Histogram
-from domain.stats import Summary
+from domain.stats import OTHER, Summary
 from entrypoints import prometheus
 from tests.checkpoints import HEADER
 
@@ -120,16 +120,18 @@ def _moved(placed: Any, key: Any = None, bounds: Any = None) -> Any:
     if key is not None:
         moved["keys"]["job"] = key(moved["keys"]["job"])
     if bounds is not None:
-        moved["bounds"] = bounds(moved["bounds"], moved["keys"]["job"][1])
+        moved["bounds"] = bounds(moved["bounds"], moved["keys"]["job"])
     return moved
 
 
 @pytest.mark.parametrize(
     "where",
     [
-        lambda placed: _moved(placed, key=lambda job: ["(other)", job[1]]),  # another label
-        lambda placed: _moved(placed, key=lambda job: ["job", str(job[1])]),
-        lambda placed: _moved(placed, key=lambda job: ["job", -1]),
+        lambda placed: _moved(placed, key=lambda job: ["job", job]),  # an earlier form
+        lambda placed: _moved(placed, key=lambda job: str(job)),
+        lambda placed: _moved(placed, key=lambda job: -1),
+        lambda placed: _moved(placed, key=lambda job: float(job)),
+        lambda placed: _moved(placed, key=lambda job: job == 0),  # a bool is no place
         lambda placed: _moved(placed, key=lambda job: "job"),
         lambda placed: {**_moved(placed), "keys": "job"},
         lambda placed: _moved(placed, bounds=lambda bounds, at: bounds[:-1]),  # a family short
@@ -169,6 +171,28 @@ def test_lines_are_copied_only_from_where_they_are_under_the_same_label(where: A
     text = export(loaded.summary, series, before=(marked, where(placed)))[0]
     assert text == first
     assert set(loaded.summary.awake) == {"job", "other job"}
+
+
+def test_only_a_key_under_its_own_label_is_placed_to_be_copied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past MAX_SERIES a key alone under (other) is not under its own label: it is rendered
+    anew each time. The key (other) itself, which the checkpoint's bound folds keys into,
+    is under its own, and is copied as any other."""
+    monkeypatch.setattr(prometheus, "MAX_SERIES", 2)
+    history = Summary()
+    replay([("a", 1, 0, 5), ("b", 1, 0, 5), ("c", 1, 0, 5)], history)
+    assert export(history, [])[2]["keys"] == {"a": 1, "b": 2}  # (other) sorts first
+    folded = Summary()
+    replay([("a", 1, 0, 5), ("b", 1, 0, 5), (OTHER, 1, 0, 5)], folded)
+    first, series, placed = export(folded, [])
+    assert placed["keys"] == {OTHER: 0, "a": 1, "b": 2}
+    marked = first.replace(b'env="p\trod"', b'env="p\tROD"')
+    copied = export(through_file(folded).summary, series, before=(marked, placed))[0]
+    fresh = b"runner_runs_in_progress"  # rendered every time, from the open runs
+    lines = [line for line in copied.splitlines() if b'cmd="(other)"' in line]
+    assert [line for line in lines if not line.startswith(fresh) and b"ROD" not in line] == []
+    assert len(lines) > 20
 
 
 def test_a_checkpoint_of_version_8_goes_on_and_renders_its_export_anew() -> None:
