@@ -3,10 +3,18 @@ buckets Prometheus is given; many durations placed at once."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from functools import partial
 from itertools import repeat
 from operator import sub
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from bisect import bisect_left, bisect_right
+else:
+    try:  # the C functions `bisect` exports, without that module (it first defines its own)
+        from _bisect import bisect_left, bisect_right
+    except ImportError:  # an interpreter without the C module
+        from bisect import bisect_left, bisect_right
 
 BUCKET_RATIO = 1.02
 """Each fine bucket is 2% wider than the one before: quantiles within 1%."""
