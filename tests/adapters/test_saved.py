@@ -128,9 +128,9 @@ def _moved(placed: Any, key: Any = None, bounds: Any = None) -> Any:
     "where",
     [
         lambda placed: _moved(placed, key=lambda job: ["job", job]),  # an earlier form
-        lambda placed: _moved(placed, key=lambda job: str(job)),
+        lambda placed: _moved(placed, key=str),
         lambda placed: _moved(placed, key=lambda job: -1),
-        lambda placed: _moved(placed, key=lambda job: float(job)),
+        lambda placed: _moved(placed, key=float),
         lambda placed: _moved(placed, key=lambda job: job == 0),  # a bool is no place
         lambda placed: _moved(placed, key=lambda job: "job"),
         lambda placed: {**_moved(placed), "keys": "job"},
