@@ -26,13 +26,13 @@ import os
 import stat
 import sys
 
-from adapters.files import write_atomically
 from domain.errors import RunnerError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import CodeType
+    from typing import Any
 
 FORM = 1
 """The file's form, first in its header."""
@@ -78,34 +78,25 @@ class Preloaded:
         self.current = True
 
     def keep(self) -> None:
-        """Write the file anew if it did not hold every module unchanged, with each module's
-        code as importlib read or compiled it; nothing is raised for a file that cannot
-        be written, and nothing is written unless every module is imported."""
-        if self.current or sys.dont_write_bytecode or not _writable(self.path):
+        """Write the file anew if it did not hold every module unchanged (see
+        adapters.preload_write); nothing is raised for a file that cannot be written."""
+        if self.current or sys.dont_write_bytecode:
             return
-        index: dict[str, Entry] = {}
-        codes: list[bytes] = []
-        at = 0
-        for name in self.names:
-            found = self._kept(name)
-            if found is None:
-                return
-            source, mtime, size, code = found
-            index[name] = (source, mtime, size, at, at + len(code))
-            codes.append(code)
-            at += len(code)
-        header = marshal.dumps((FORM, sys.version, sys.flags.optimize, self.names, index))
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            pieces: list[bytes | memoryview] = [len(header).to_bytes(4, "little"), header, *codes]
-            write_atomically(self.path, pieces, durable=False)
-        except OSError:
-            pass
+        from adapters.preload_write import write  # noqa: PLC0415 - seldom: when it changed
+
+        write(self)
+
+    def code_of(self, name: str) -> bytes | None:
+        """The marshalled code of a module loaded from the file (None: not loaded from it)."""
+        entry = self._index.get(name)
+        if name not in self.served or entry is None:
+            return None
+        return bytes(self._codes[entry[3] : entry[4]])
 
     def _read(self) -> None:
         """The file's index and codes, if this interpreter wrote it for these modules."""
         try:
-            data = _read_file(self.path)
+            data = self._bytes()
             size = int.from_bytes(data[:4], "little")
             form, version, optimize, names, index = marshal.loads(data[4 : 4 + size])
         except (OSError, *_DAMAGED):
@@ -117,13 +108,30 @@ class Preloaded:
         self._codes = memoryview(data)[4 + size :]
         self._index = index
 
+    def _bytes(self) -> bytes:
+        """The file's bytes (OSError or ValueError when it is none to read)."""
+        return _read_file(self.path)
+
+    def _current(self, entry: Entry) -> bool:
+        """Whether a module's source has the modification time and size its code was
+        compiled from (OSError when it cannot be read)."""
+        return source_status(os.path.join(self.root, entry[0])) == entry[1:3]
+
+    def _loader(self, name: str, origin: str, like: object) -> Any:
+        """The loader of a module: a SourceFileLoader, as its package's (None for a package
+        loaded otherwise, whose loader takes other arguments)."""
+        try:
+            return type(like)(name, origin)  # type: ignore[call-arg]
+        except TypeError:
+            return None
+
     def _code(self, name: str) -> CodeType | None:
         """A module's code from the file, if its source is unchanged since."""
         entry = self._index.get(name)
         if entry is None:
             return None
         try:
-            if _status(os.path.join(self.root, entry[0])) != entry[1:3]:
+            if not self._current(entry):
                 return None
             code = marshal.loads(self._codes[entry[3] : entry[4]])
         except (OSError, *_DAMAGED):
@@ -142,9 +150,8 @@ class Preloaded:
         if made_like is None or made_like.loader is None:
             return False
         origin = os.path.join(self.root, self._index[name][0])
-        try:  # a SourceFileLoader, as its package's (any other takes other arguments)
-            loader = type(made_like.loader)(name, origin)
-        except TypeError:
+        loader = self._loader(name, origin, made_like.loader)
+        if loader is None:
             return False
         spec = type(made_like)(name, loader, origin=origin)
         spec.has_location = True
@@ -167,42 +174,49 @@ class Preloaded:
         setattr(parent, child, sys.modules[name])
         return True
 
-    def _kept(self, name: str) -> tuple[str, int, int, bytes] | None:
-        """What the file keeps of a module: its source, relative to the root, its status,
-        and its code, marshalled (the file's own for a module loaded from it). None for
-        one that is not imported, not a source file under the root, or that changed
-        while it was read."""
-        spec = getattr(sys.modules.get(name), "__spec__", None)
-        origin = getattr(spec, "origin", None)
-        if spec is None or type(origin) is not str or not origin.endswith(".py"):
-            return None
-        source = os.path.relpath(origin, self.root)
-        if source.startswith(os.pardir):
-            return None
-        try:
-            mtime, size = _status(origin)
-            entry = self._index.get(name)
-            if name in self.served and entry is not None:
-                return source, mtime, size, bytes(self._codes[entry[3] : entry[4]])
-            code = marshal.dumps(spec.loader.get_code(name))
-            if _status(origin) != (mtime, size):
-                return None
-        except (OSError, ImportError, SyntaxError, AttributeError, ValueError):
-            return None
-        return source, mtime, size, code
+
+class Archived(Preloaded):
+    """The modules of a zipapp, from the file built into it beside their bytecode
+    (packaging/build_zipapp.py): an archive does not change, so its modules are not
+    checked against their sources, as its bytecode is not, and the file is never written."""
+
+    def __init__(self, importer: Any, member: str, root: str, names: Sequence[str]) -> None:
+        super().__init__(os.path.join(root, member), root, names)
+        self.importer = importer
+        self.member = member
+
+    def keep(self) -> None:
+        return None
+
+    def _bytes(self) -> bytes:
+        data: bytes = self.importer.get_data(self.member)
+        return data
+
+    def _current(self, entry: Entry) -> bool:
+        return True
+
+    def _loader(self, name: str, origin: str, like: object) -> Any:
+        return like if like is self.importer else None
 
 
 def preload(tag: str, root: str, names: Sequence[str]) -> Preloaded | None:
-    """Load the modules `names` of the runner's folder `root` from the file kept for `tag`
-    (a subcommand); None where no file can be kept (the modules are in an archive, or
-    the interpreter keeps no bytecode)."""
+    """Load the modules `names` of the runner's folder or zipapp `root` from the file kept
+    for `tag` (a subcommand); None where there is no such file (modules found otherwise,
+    or an interpreter that keeps no bytecode)."""
     python = sys.implementation.cache_tag
-    folder = os.path.join(root, "entrypoints")
-    if python is None or not os.path.isdir(folder):
+    if python is None:
         return None
     optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
-    path = os.path.join(folder, "__pycache__", f"{tag}.{python}{optimized}.modules")
-    preloaded = Preloaded(path, root, names)
+    name = f"{tag}.{python}{optimized}.modules"
+    folder = os.path.join(root, "entrypoints")
+    if os.path.isdir(folder):
+        preloaded = Preloaded(os.path.join(folder, "__pycache__", name), root, names)
+    else:
+        importer = getattr(sys.modules.get("entrypoints"), "__loader__", None)
+        archive = getattr(importer, "archive", None)
+        if type(archive) is not str or os.path.abspath(archive) != root:
+            return None
+        preloaded = Archived(importer, f"entrypoints/{name}", root, names)
     preloaded.load()
     return preloaded
 
@@ -221,15 +235,7 @@ def _read_file(path: str) -> bytes:
         os.close(fd)
 
 
-def _writable(path: str) -> bool:
-    """Whether the file at `path` could be written, or its folder made: checked first, so
-    that a folder the user cannot write (an install owned by root) costs no reading of
-    the modules' code at every run."""
-    folder = os.path.dirname(path)
-    return os.access(folder if os.path.isdir(folder) else os.path.dirname(folder), os.W_OK)
-
-
-def _status(path: str) -> tuple[int, int]:
+def source_status(path: str) -> tuple[int, int]:
     status = os.stat(path)
     return status.st_mtime_ns, status.st_size
 

@@ -75,6 +75,7 @@ STATS_MODULES = (
     "domain.stats",
     "adapters.logfile",
     "entrypoints.stats",
+    "adapters.files",
     "adapters.textfile",
     "adapters.lock",
     "adapters.packing",

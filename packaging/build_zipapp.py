@@ -16,11 +16,14 @@ from it within a few milliseconds of the folder (reading the archive's index). A
 other Python finds bytecode of another version, passes it by, and compiles the
 source, as before (so an old one still says what it lacks): build it with the Python
 that will run it. The bytecode is unchecked-hash (PEP 552): the archive never
-changes, so nothing is compared at start.
+changes, so nothing is compared at start. The modules `stats --prometheus` always
+imports are also kept together in one file of their code (adapters.preload), loaded at
+once by that same Python.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
 import py_compile
 import sys
@@ -58,6 +61,24 @@ def bytecode(path: Path, name: str, scratch: str) -> bytes:
     return Path(compiled).read_bytes()
 
 
+def stats_modules() -> tuple[str, bytes]:
+    """The file of the modules `stats --prometheus` loads at once (adapters.preload), as
+    this Python compiles them: its name in the archive, and its bytes."""
+    sys.path.insert(0, str(ROOT))
+    from adapters.preload_write import packed  # noqa: PLC0415 - the runner's own, from ROOT
+    from entrypoints.manage import STATS_MODULES  # noqa: PLC0415
+
+    modules = []
+    for module in STATS_MODULES:
+        name = module.replace(".", "/") + ".py"
+        source = (ROOT / name).read_bytes()
+        code = compile(source, name, "exec", dont_inherit=True, optimize=0)
+        modules.append((name, 0, len(source), marshal.dumps(code)))
+    return f"entrypoints/stats.{sys.implementation.cache_tag}.modules", b"".join(
+        packed(STATS_MODULES, modules)
+    )
+
+
 def build(output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".part")
@@ -67,6 +88,7 @@ def build(output: Path) -> None:
             for name, path in sources():
                 _add(archive, name, path.read_bytes(), zipfile.ZIP_DEFLATED)
                 _add(archive, name[:-3] + ".pyc", bytecode(path, name, scratch), zipfile.ZIP_STORED)
+            _add(archive, *stats_modules(), zipfile.ZIP_STORED)
     partial.chmod(0o755)
     os.replace(partial, output)
 

@@ -279,8 +279,8 @@ def test_a_folder_the_user_cannot_write_costs_no_reading_of_the_modules(
     at any run."""
     first = tree.start()
     tree.module("alpha")
-    mocker.patch("adapters.preload.os.access", return_value=False)
-    dumps = mocker.spy(preload.marshal, "dumps")
+    mocker.patch("adapters.preload_write.os.access", return_value=False)
+    dumps = mocker.spy(marshal, "dumps")
     first.keep()
     assert dumps.call_count == 0
     assert not tree.kept.exists()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from entrypoints.manage import STATS_MODULES
+from tests.e2e.test_first_contact import zipapp
 from tests.procs import ROOT
 
 OURS = ("domain.", "adapters.", "entrypoints.")
@@ -101,3 +102,26 @@ def test_without_bytecode_stats_keeps_no_file_and_counts_the_same(tmp_path: Path
     copy.runner("stats", "-q", "--prometheus", str(copy.prom))
     assert not copy.kept.parent.exists()
     assert 'runner_runs_total{cmd="true",outcome="success"} 1' in copy.prom.read_text()
+
+
+def test_the_zipapp_loads_every_stats_module_from_the_file_built_into_it(tmp_path: Path) -> None:
+    """runner.pyz holds the file of stats' modules, built by the Python that built it: a
+    `stats` from it imports none of them through zipimport, one by one, and counts the same."""
+    archive = zipapp(tmp_path)
+    env = {**os.environ, "RUNNER_HOME": str(tmp_path / "home")}
+    prom = tmp_path / "runner.prom"
+    subprocess.run([sys.executable, str(archive), "run", "--", "true"], env=env, check=True)
+    result = subprocess.run(
+        [sys.executable, "-v", str(archive), "stats", "-q", "--prometheus", str(prom)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = [
+        line.split("'")[1] for line in result.stderr.splitlines() if line.startswith("import '")
+    ]
+    assert "adapters.preload" in found
+    assert not set(found) & set(STATS_MODULES)
+    assert 'runner_runs_total{cmd="true",outcome="success"} 1' in prom.read_text()
