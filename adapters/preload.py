@@ -203,12 +203,10 @@ def preload(tag: str, root: str, names: Sequence[str]) -> Preloaded | None:
     """Load the modules `names` of the runner's folder or zipapp `root` from the file kept
     for `tag` (a subcommand); None where there is no such file (modules found otherwise,
     or an interpreter that keeps no bytecode)."""
-    python = sys.implementation.cache_tag
-    if python is None:
-        return None
-    optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
-    name = f"{tag}.{python}{optimized}.modules"
+    name = file_name(tag)
     folder = os.path.join(root, "entrypoints")
+    if name is None:
+        return None
     if os.path.isdir(folder):
         preloaded = Preloaded(os.path.join(folder, "__pycache__", name), root, names)
     else:
@@ -219,6 +217,18 @@ def preload(tag: str, root: str, names: Sequence[str]) -> Preloaded | None:
         preloaded = Archived(importer, f"entrypoints/{name}", root, names)
     preloaded.load()
     return preloaded
+
+
+def file_name(tag: str) -> str | None:
+    """The name of the file kept for `tag` by this interpreter (its bytecode's tag and its
+    version: 3.11.2 and 3.11.7 share .pyc files, but each keeps a file of its own, so that
+    two that take turns in one folder do not write it anew each time), at this
+    optimisation level; None for an interpreter that keeps no bytecode."""
+    python = sys.implementation.cache_tag
+    if python is None:
+        return None
+    optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    return f"{tag}.{python}-{sys.hexversion:x}{optimized}.modules"
 
 
 def _read_file(path: str) -> bytes:

@@ -65,7 +65,8 @@ def stats_modules() -> tuple[str, bytes]:
     """The file of the modules `stats --prometheus` loads at once (adapters.preload), as
     this Python compiles them: its name in the archive, and its bytes."""
     sys.path.insert(0, str(ROOT))
-    from adapters.preload_write import packed  # noqa: PLC0415 - the runner's own, from ROOT
+    from adapters.preload import file_name  # noqa: PLC0415 - the runner's own, from ROOT
+    from adapters.preload_write import packed  # noqa: PLC0415
     from entrypoints.manage import STATS_MODULES  # noqa: PLC0415
 
     modules = []
@@ -74,9 +75,7 @@ def stats_modules() -> tuple[str, bytes]:
         source = (ROOT / name).read_bytes()
         code = compile(source, name, "exec", dont_inherit=True, optimize=0)
         modules.append((name, 0, len(source), marshal.dumps(code)))
-    return f"entrypoints/stats.{sys.implementation.cache_tag}.modules", b"".join(
-        packed(STATS_MODULES, modules)
-    )
+    return f"entrypoints/{file_name('stats')}", b"".join(packed(STATS_MODULES, modules))
 
 
 def build(output: Path) -> None:

@@ -41,12 +41,7 @@ class Tree:
 
     @property
     def kept(self) -> Path:
-        return (
-            self.root
-            / "entrypoints"
-            / "__pycache__"
-            / f"stats.{sys.implementation.cache_tag}.modules"
-        )
+        return self.root / "entrypoints" / "__pycache__" / str(preload.file_name("stats"))
 
     def start(self, *names: str) -> Preloaded:
         """A new process, as far as the package goes: its modules forgotten, the package
@@ -303,6 +298,14 @@ def test_nothing_is_written_unless_every_module_was_imported(tree: Tree) -> None
     tree.module("beta")
     first.keep()
     assert not tree.kept.exists()
+
+
+def test_each_interpreter_keeps_a_file_of_its_own() -> None:
+    """Two Pythons of one bytecode tag (3.11.2 and 3.11.7) taking turns in one folder would
+    each find the other's file and write it anew, every time."""
+    name = preload.file_name("stats")
+    assert name is not None
+    assert name.startswith(f"stats.{sys.implementation.cache_tag}-{sys.hexversion:x}")
 
 
 def test_modules_in_an_archive_have_no_file(tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from adapters.preload import file_name
 from entrypoints.manage import STATS_MODULES
 from tests.e2e.test_first_contact import zipapp
 from tests.procs import ROOT
@@ -35,8 +38,7 @@ class Copy:
 
     @property
     def kept(self) -> Path:
-        tag = sys.implementation.cache_tag
-        return self.folder / "entrypoints" / "__pycache__" / f"stats.{tag}.modules"
+        return self.folder / "entrypoints" / "__pycache__" / str(file_name("stats"))
 
     def runner(
         self, *args: str, verbose: bool = False, status: int = 0
@@ -125,3 +127,53 @@ def test_the_zipapp_loads_every_stats_module_from_the_file_built_into_it(tmp_pat
     assert "adapters.preload" in found
     assert not set(found) & set(STATS_MODULES)
     assert 'runner_runs_total{cmd="true",outcome="success"} 1' in prom.read_text()
+
+
+def _same_tag_other_version() -> str | None:
+    """Another Python of this one's bytecode tag but another version (the system's 3.11.2
+    beside a 3.11.7), if there is one."""
+    probe = "import sys; print(sys.implementation.cache_tag, sys.hexversion)"
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if not os.path.exists(candidate) or os.path.realpath(candidate) == os.path.realpath(
+            sys.executable
+        ):
+            continue
+        found = subprocess.run(
+            [candidate, "-c", probe], capture_output=True, text=True, check=False
+        )
+        if found.stdout.split() == [sys.implementation.cache_tag, str(sys.hexversion)]:
+            continue
+        if found.stdout.split()[:1] == [sys.implementation.cache_tag]:
+            return candidate
+    return None
+
+
+OTHER = _same_tag_other_version()
+
+
+@pytest.mark.skipif(OTHER is None, reason="no other Python of this bytecode tag here")
+def test_two_pythons_of_one_tag_taking_turns_each_keep_a_file_and_write_it_once(
+    tmp_path: Path,
+) -> None:
+    """Cron's /usr/bin/python3 and an operator's own 3.11 on one folder: each loads its own
+    file, neither writes it again."""
+    assert OTHER is not None
+    copy = Copy(tmp_path)
+    copy.runner("run", "--", "true")
+    pythons = [sys.executable, OTHER]
+    for python in pythons * 2:
+        subprocess.run(
+            [python, str(copy.folder / "runner.py"), "stats", "-q", "--prometheus", str(copy.prom)],
+            env=copy.env,
+            check=True,
+        )
+    kept = sorted(copy.kept.parent.glob("stats.*.modules"))
+    assert len(kept) == 2
+    written = [path.stat().st_mtime_ns for path in kept]
+    for python in pythons:
+        subprocess.run(
+            [python, str(copy.folder / "runner.py"), "stats", "-q", "--prometheus", str(copy.prom)],
+            env=copy.env,
+            check=True,
+        )
+    assert [path.stat().st_mtime_ns for path in kept] == written
