@@ -136,18 +136,21 @@ def test_a_module_imported_already_is_left_as_it_is(tree: Tree) -> None:
     assert sys.modules[f"{tree.package}.beta"] is beta
 
 
+def _raising(tree: Tree, monkeypatch: pytest.MonkeyPatch, error: str) -> None:
+    """beta kept in the file, then made to raise `error` when it runs."""
+    tree.write(
+        "beta", f"import os\n\nif os.environ.get('PRELOAD_FAIL'):\n    raise {error}\nVALUE = 1\n"
+    )
+    _served(tree).keep()
+    monkeypatch.setenv("PRELOAD_FAIL", "1")
+
+
 def test_a_module_that_raises_is_left_to_be_imported_as_usual(
     tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its exception is raised where the module is imported, as without the file; loading
     stops there and leaves no half-made module."""
-    tree.write(
-        "beta",
-        "import os\n\nif os.environ.get('PRELOAD_FAIL'):\n"
-        "    raise OSError('told to')\nVALUE = 1\n",
-    )
-    _served(tree).keep()
-    monkeypatch.setenv("PRELOAD_FAIL", "1")
+    _raising(tree, monkeypatch, "OSError('told to')")
     failed = tree.start()
     assert (failed.served, failed.current) == (set(), False)
     assert not {*tree.names} & set(sys.modules)
@@ -159,13 +162,7 @@ def test_a_signal_while_a_module_runs_ends_the_run(
     tree: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The runner's own errors (a signal's Interrupted) are not taken for a module's."""
-    tree.write(
-        "beta",
-        "import os\nfrom domain.errors import Interrupted\n\n"
-        "if os.environ.get('PRELOAD_FAIL'):\n    raise Interrupted(15)\nVALUE = 1\n",
-    )
-    _served(tree).keep()
-    monkeypatch.setenv("PRELOAD_FAIL", "1")
+    _raising(tree, monkeypatch, "__import__('domain.errors').errors.Interrupted(15)")
     with pytest.raises(Interrupted):
         tree.start()
     assert f"{tree.package}.beta" not in sys.modules
