@@ -8,15 +8,16 @@ read at once, each made and run as importlib makes and runs it (the same spec an
 loader, so `reload` and `inspect` work as usual).
 
 The file sits beside Python's own bytecode, in `entrypoints/__pycache__` (for `stats` on
-CPython 3.11, `stats.cpython-311.modules`), and is trusted as that bytecode is. Only the
-interpreter that wrote it reads it (the same `sys.version` and optimisation level), and a
-module is loaded from it only while its source has the modification time (in
-nanoseconds) and size its code was compiled from: from the first one that has not, the
-modules are imported as usual, when something imports them, and the file is written
-anew (by rename) once the subcommand is done. A file that cannot be read, or a folder
-that cannot be written (or -B, PYTHONDONTWRITEBYTECODE), costs nothing but time, and
-loading never fails a run: a module that cannot be loaded from the file is left to be
-imported as usual, and fails there if it must.
+CPython 3.11.7, `stats.cpython-311-30b07f0.modules`), and is trusted as that bytecode is;
+a zipapp has it built in. Only the interpreter that wrote it reads it (the same
+`sys.version` and optimisation level), and a module is loaded from it only while its
+source has the modification time (in nanoseconds) and size its code was compiled from:
+from the first one that has not, the modules are imported as usual, when something
+imports them, and the file is written anew (by rename) once the subcommand is done. A
+file that cannot be read, or a folder that cannot be written (or -B,
+PYTHONDONTWRITEBYTECODE), costs nothing but time, and loading never fails a run: a
+module that cannot be loaded from the file is left to be imported as usual, and fails
+there if it must.
 """
 
 from __future__ import annotations
@@ -204,9 +205,9 @@ def preload(tag: str, root: str, names: Sequence[str]) -> Preloaded | None:
     for `tag` (a subcommand); None where there is no such file (modules found otherwise,
     or an interpreter that keeps no bytecode)."""
     name = file_name(tag)
-    folder = os.path.join(root, "entrypoints")
     if name is None:
         return None
+    folder = os.path.join(root, "entrypoints")
     if os.path.isdir(folder):
         preloaded = Preloaded(os.path.join(folder, "__pycache__", name), root, names)
     else:
