@@ -9,7 +9,6 @@ two together).
 
 from __future__ import annotations
 
-from collections import Counter
 from itertools import chain, compress, repeat
 from operator import add, eq, mul, not_, sub, truediv
 
@@ -84,7 +83,7 @@ def count_singles(aggregate: Aggregate, flat: list[Any]) -> None:
     starts, rcs, durations, outcomes = flat[0::4], flat[1::4], flat[2::4], flat[3::4]
     aggregate.attempts += len(starts)
     aggregate.attempts_max = max(aggregate.attempts_max, 1)
-    ended = Counter(outcomes)
+    ended = _counted(outcomes)
     for outcome, times in ended.items():
         aggregate.attempt_outcomes[outcome] += times
     aggregate.durations.add_many(durations)
@@ -105,13 +104,13 @@ def count_whole(aggregate: Aggregate, flat: list[Any]) -> None:
     durations = list(map(max, repeat(0), map(round, spans)))
     aggregate.durations.add_many(durations)
     outcomes = flat[4::5]
-    _count_runs(aggregate, firsts, ends, rcs, durations, outcomes, Counter(outcomes))
+    _count_runs(aggregate, firsts, ends, rcs, durations, outcomes, _counted(outcomes))
 
 
 def count_attempts(aggregate: Aggregate, flat: list[Any]) -> None:
     """Count attempts, given flat, two values each: duration_ms, outcome: into the attempts'
     outcomes and durations."""
-    for outcome, times in Counter(flat[1::2]).items():
+    for outcome, times in _counted(flat[1::2]).items():
         aggregate.attempt_outcomes[outcome] += times
     aggregate.attempt_durations.add_many(flat[0::2])
 
@@ -123,7 +122,7 @@ def _count_runs(
     rcs: list[int],
     durations: list[int],
     outcomes: list[str],
-    ended: Counter[str],
+    ended: dict[str, int],
 ) -> None:
     """Count runs as `add` does, but their durations and attempts; `ended` counts their
     outcomes."""
@@ -132,7 +131,7 @@ def _count_runs(
     for outcome, times in ended.items():
         aggregate.outcomes[outcome] += times
     codes = aggregate.codes
-    for rc, times in Counter(rcs).items():
+    for rc, times in _counted(rcs).items():
         codes[rc] = codes.get(rc, 0) + times
     started = max(starts)
     last = count - 1 - starts[::-1].index(started)  # the last of those that started last
@@ -150,6 +149,12 @@ def _count_runs(
             aggregate.last_failure, aggregate.last_failure_rc = ends[last], rcs[last]
     recent = [(starts[index], outcomes[index]) for index in _latest(starts)]
     aggregate.recent = sorted(aggregate.recent + recent)[-RECENT:]
+
+
+def _counted(values: list[Any]) -> dict[Any, int]:
+    """How many times each value comes: a pass in C for each distinct one, of which there
+    are a few (outcomes, exit codes), where a Counter costs its Python-level making."""
+    return {value: values.count(value) for value in set(values)}
 
 
 def _latest(starts: list[float]) -> Iterable[int]:
