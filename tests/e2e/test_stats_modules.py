@@ -41,10 +41,10 @@ class Copy:
         return self.folder / "entrypoints" / "__pycache__" / str(file_name("stats"))
 
     def runner(
-        self, *args: str, verbose: bool = False, status: int = 0
+        self, *args: str, verbose: bool = False, status: int = 0, python: str = sys.executable
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, *(["-v"] if verbose else []), str(self.folder / "runner.py"), *args],
+            [python, *(["-v"] if verbose else []), str(self.folder / "runner.py"), *args],
             env=self.env,
             capture_output=True,
             text=True,
@@ -57,10 +57,12 @@ class Copy:
     def imported_as_usual(self) -> list[str]:
         """Our modules a `stats -q --prometheus` imported through importlib, in order."""
         result = self.runner("stats", "-q", "--prometheus", str(self.prom), verbose=True)
-        found = [
-            line.split("'")[1] for line in result.stderr.splitlines() if line.startswith("import '")
-        ]
-        return [name for name in found if name.startswith(OURS)]
+        return [name for name in _imported(result.stderr) if name.startswith(OURS)]
+
+
+def _imported(verbose: str) -> list[str]:
+    """The modules imported through importlib, in order, as `python -v` tells them."""
+    return [line.split("'")[1] for line in verbose.splitlines() if line.startswith("import '")]
 
 
 def test_a_repeat_loads_every_stats_module_from_the_one_file_and_never_a_changed_one(
@@ -112,18 +114,19 @@ def test_the_zipapp_loads_every_stats_module_from_the_file_built_into_it(tmp_pat
     archive = zipapp(tmp_path)
     env = {**os.environ, "RUNNER_HOME": str(tmp_path / "home")}
     prom = tmp_path / "runner.prom"
-    subprocess.run([sys.executable, str(archive), "run", "--", "true"], env=env, check=True)
+    subprocess.run(
+        [sys.executable, str(archive), "run", "--", "true"], env=env, check=True, timeout=60
+    )
     result = subprocess.run(
         [sys.executable, "-v", str(archive), "stats", "-q", "--prometheus", str(prom)],
         env=env,
         capture_output=True,
         text=True,
+        timeout=60,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    found = [
-        line.split("'")[1] for line in result.stderr.splitlines() if line.startswith("import '")
-    ]
+    found = _imported(result.stderr)
     assert "adapters.preload" in found
     assert not set(found) & set(STATS_MODULES)
     assert 'runner_runs_total{cmd="true",outcome="success"} 1' in prom.read_text()
@@ -139,7 +142,7 @@ def _same_tag_other_version() -> str | None:
         ):
             continue
         found = subprocess.run(
-            [candidate, "-c", probe], capture_output=True, text=True, check=False
+            [candidate, "-c", probe], capture_output=True, text=True, timeout=30, check=False
         )
         if found.stdout.split() == [sys.implementation.cache_tag, str(sys.hexversion)]:
             continue
@@ -162,18 +165,10 @@ def test_two_pythons_of_one_tag_taking_turns_each_keep_a_file_and_write_it_once(
     copy.runner("run", "--", "true")
     pythons = [sys.executable, OTHER]
     for python in pythons * 2:
-        subprocess.run(
-            [python, str(copy.folder / "runner.py"), "stats", "-q", "--prometheus", str(copy.prom)],
-            env=copy.env,
-            check=True,
-        )
+        copy.runner("stats", "-q", "--prometheus", str(copy.prom), python=python)
     kept = sorted(copy.kept.parent.glob("stats.*.modules"))
     assert len(kept) == 2
     written = [path.stat().st_mtime_ns for path in kept]
     for python in pythons:
-        subprocess.run(
-            [python, str(copy.folder / "runner.py"), "stats", "-q", "--prometheus", str(copy.prom)],
-            env=copy.env,
-            check=True,
-        )
+        copy.runner("stats", "-q", "--prometheus", str(copy.prom), python=python)
     assert [path.stat().st_mtime_ns for path in kept] == written
