@@ -12,8 +12,10 @@ interleaved with it, when the `duckdb` module is installed (an optional benchmar
 dependency, never the runner's); a repeat after about 1,000 new lines written the same
 way (an hour of runs), with 10,000 distinct commands in the history, against
 `run -- true` (in wall time, and in CPU time taken
-run by run, which a VM's changing speed moves less), and the floor of such a repeat (what
-no repeat can skip, nothing counted); how long SIGTERM takes to end a
+run by run, which a VM's changing speed moves less), from the folder under this Python
+and, on the same hours, as the README's cron recipe runs it (`/usr/bin/python3` and a
+`runner.pyz` it built), and the floor of such a repeat (what no repeat can skip,
+nothing counted); how long SIGTERM takes to end a
 stats, at moments sampled across a whole first read; and the peak RSS of a first read
 of as many of the shortest lines the runner writes (the most that wait to be counted).
 """
@@ -41,6 +43,11 @@ from adapters.line_form import RUNNER_LINE_PATTERN, prebuilt  # noqa: E402
 from domain.attempts import AttemptRecord  # noqa: E402
 
 RUNNER = str(ROOT / "runner.py")
+CRON_PYTHON = "/usr/bin/python3"
+"""The interpreter of the README's cron recipe (`* * * * * /usr/bin/python3
+/opt/runner/runner.pyz stats -q --prometheus …`): the one cron finds, not the one this
+benchmark runs under (a Python built elsewhere may load its extension modules from
+shared objects, each a dlopen at every start)."""
 PREBUILT = (
     f"{line_program.FLAGS} {line_program.GROUPS} {line_program.PROGRAM}" if prebuilt() else ""
 )
@@ -266,21 +273,77 @@ without the interpreter's teardown, as `stats` leaves. With a folder as last arg
 not)."""
 
 
-def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -> dict[str, Any]:
+def recipe(scratch: Path) -> list[str] | None:
+    """The runner as the cron recipe runs it: CRON_PYTHON and a runner.pyz that Python built
+    (its bytecode in it, as `make dist` builds it); None where there is no such Python of
+    3.10 or later."""
+    if not os.access(CRON_PYTHON, os.X_OK):
+        return None
+    recent = "import sys; sys.exit(sys.version_info < (3, 10))"
+    if subprocess.run([CRON_PYTHON, "-c", recent], check=False).returncode != 0:
+        return None
+    zipped = scratch / "recipe" / "runner.pyz"
+    zipped.parent.mkdir(exist_ok=True)
+    build = [CRON_PYTHON, str(ROOT / "packaging" / "build_zipapp.py"), str(zipped)]
+    subprocess.run(build, check=True, capture_output=True)
+    return [CRON_PYTHON, str(zipped)]
+
+
+def python_version(python: str) -> str:
+    done = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+KEPT = (".runs.jsonl.stats-cmd.json", "runner.prom")
+"""What a repeat changes in the home: its checkpoint and its textfile."""
+
+
+def keep(home: Path) -> None:
+    """Hard links to the checkpoint and the textfile as they are: put back, they are the
+    same files (inode, size, time), so the textfile is still the one the checkpoint knows."""
+    for name in KEPT:
+        (home / f"{name}.kept").unlink(missing_ok=True)
+        os.link(home / name, home / f"{name}.kept")
+
+
+def put_back(home: Path) -> None:
+    """The kept checkpoint and textfile back in place."""
+    for name in KEPT:
+        os.replace(home / f"{name}.kept", home / name)
+
+
+def repeat(
+    home: Path,
+    reps: int,
+    env: dict[str, str],
+    commands: int = 10_000,
+    cron: list[str] | None = None,
+) -> dict[str, Any]:
     """stats -q --prometheus (the cron recipe) after about 1,000 new lines (an hour of runs
     as `realistic_lines` writes them: retries, failures, durations of a millisecond to
     two hours), over a history with `commands` distinct command lines, against the
     start-up of `run -- true`; and the floor of that repeat (REPEAT_FLOOR), without and
-    with stats' own code loaded."""
+    with stats' own code loaded. From the folder under this Python; and, with `cron` (see
+    `recipe`), also as the cron recipe runs it, on the same hour and the same checkpoint
+    (put back between the two, taken in turns first)."""
     log = home / "runs.jsonl"
     with log.open("ab") as handle:
         for n in range(commands):
             record = AttemptRecord(START + 200 * 86400 + n, ["echo", f"{n}"], 1, 0, 3, f"d{n}")
             handle.write(attempt_line(record))
     prom = home / "runner.prom"
-    cron = [sys.executable, RUNNER, "stats", "-q", "--prometheus", str(prom)]
-    spawn(cron, env)
-    ours, floor, bare, loaded, cpu = [], [], [], [], []
+    folder = [sys.executable, RUNNER]
+    forms = [folder] if cron is None else [folder, cron]
+    spawn([*folder, "stats", "-q", "--prometheus", str(prom)], env)
+    took_by: dict[int, list[float]] = {place: [] for place in range(len(forms))}
+    run_by: dict[int, list[float]] = {place: [] for place in range(len(forms))}
+    cpu_by: dict[int, list[float]] = {place: [] for place in range(len(forms))}
+    bare, loaded = [], []
     new_lines: list[int] = []
     for rep in range(reps):
         hour = START + 201 * 86400 + rep * 3600
@@ -290,27 +353,47 @@ def repeat(home: Path, reps: int, env: dict[str, str], commands: int = 10_000) -
             handle.write(added)
         least = [sys.executable, "-c", REPEAT_FLOOR, str(home), RUNNER_LINE_PATTERN.decode()]
         least += str(len(added)), PREBUILT
-        took, _, used = spawn(cron, env)
-        ours.append(took)
+        order = list(range(len(forms)))
+        if rep % 2:
+            order.reverse()
+        if len(forms) > 1:
+            keep(home)
+        used: dict[int, float] = {}
+        for turn, place in enumerate(order):
+            if turn:
+                put_back(home)
+            took, _, used[place] = spawn(
+                [*forms[place], "stats", "-q", "--prometheus", str(prom)], env
+            )
+            took_by[place].append(took)
         bare.append(spawn(least, env)[0])
         loaded.append(spawn([*least, str(ROOT)], env)[0])
-        took, _, started = spawn([sys.executable, RUNNER, "run", "--", "true"], env)
-        floor.append(took)
-        cpu.append(used / started)
-    start_up = statistics.median(floor)
-    return {
+        for place, form in enumerate(forms):
+            took, _, started = spawn([*form, "run", "--", "true"], env)
+            run_by[place].append(took)
+            cpu_by[place].append(used[place] / started)
+    start_up = statistics.median(run_by[0])
+    ours = took_by[0]
+    found = {
         "repeat_commands": commands,
         "repeat_new_lines": round(statistics.median(new_lines)),
         "repeat_ms": statistics.median(ours) * 1000,
         "run_start_up_ms": start_up * 1000,
         "repeat_ratio": statistics.median(ours) / start_up,
         "repeat_mean_ratio": statistics.mean(ours) / start_up,
-        "repeat_cpu_ratio": statistics.median(cpu),
+        "repeat_cpu_ratio": statistics.median(cpu_by[0]),
         "repeat_target_ratio": 1.5,
         "repeat_floor_ratio": statistics.median(bare) / start_up,
         "repeat_floor_code_ratio": statistics.median(loaded) / start_up,
         "checkpoint_kib": (home / ".runs.jsonl.stats-cmd.json").stat().st_size / 1024,
     }
+    if cron is not None:
+        cron_start_up = statistics.median(run_by[1])
+        found["cron_repeat_ms"] = statistics.median(took_by[1]) * 1000
+        found["cron_run_start_up_ms"] = cron_start_up * 1000
+        found["cron_repeat_ratio"] = statistics.median(took_by[1]) / cron_start_up
+        found["cron_repeat_cpu_ratio"] = statistics.median(cpu_by[1])
+    return found
 
 
 def signal_latency(log: Path, env: dict[str, str], whole_s: float, moments: int) -> float:
@@ -351,14 +434,20 @@ def bench_stats(lines: int, reps: int, env: dict[str, str], scratch: Path) -> di
     found["short_rss_mib"] = max(
         spawn([sys.executable, RUNNER, "stats", "-q"], short_env)[1] for _ in range(2)
     )
-    plain = repeat(home, 3 if reps == 1 else 21, local, commands=0)
+    cron = recipe(scratch)
+    if cron is not None:
+        found["cron_python"] = f"{CRON_PYTHON} {python_version(CRON_PYTHON)}"
+    plain = repeat(home, 3 if reps == 1 else 21, local, commands=0, cron=cron)
     found["repeat_plain_ms"] = plain["repeat_ms"]
     found["repeat_plain_ratio"] = plain["repeat_ratio"]
     found["repeat_plain_mean_ratio"] = plain["repeat_mean_ratio"]
     found["repeat_plain_cpu_ratio"] = plain["repeat_cpu_ratio"]
     found["repeat_plain_floor_ratio"] = plain["repeat_floor_ratio"]
     found["repeat_plain_floor_code_ratio"] = plain["repeat_floor_code_ratio"]
-    found.update(repeat(home, 3 if reps == 1 else 21, local))
+    if cron is not None:
+        found["cron_repeat_plain_ratio"] = plain["cron_repeat_ratio"]
+        found["cron_repeat_plain_cpu_ratio"] = plain["cron_repeat_cpu_ratio"]
+    found.update(repeat(home, 3 if reps == 1 else 21, local, cron=cron))
     return found
 
 
@@ -423,6 +512,19 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{found['repeat_plain_cpu_ratio']:.2f}x / {found['repeat_cpu_ratio']:.2f}x",
             "",
         ),
+    ]
+    if "cron_python" in found:
+        table.append(
+            (
+                f"... as the cron recipe runs it ({found['cron_python']}, runner.pyz), "
+                "40 / 10,000 more commands",
+                f"{found['cron_repeat_plain_ratio']:.2f}x / {found['cron_repeat_ratio']:.2f}x "
+                f"(CPU {found['cron_repeat_plain_cpu_ratio']:.2f}x / "
+                f"{found['cron_repeat_cpu_ratio']:.2f}x)",
+                f"<= {found['repeat_target_ratio']}x",
+            )
+        )
+    table += [
         (
             "... a repeat's floor (Python, its standard modules, reads, pattern, writes)",
             f"{found['repeat_plain_floor_ratio']:.2f}x / {found['repeat_floor_ratio']:.2f}x",

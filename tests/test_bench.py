@@ -12,6 +12,9 @@ from pathlib import Path
 
 from tests.procs import ROOT
 
+CRON_PYTHON = "/usr/bin/python3"
+"""The interpreter of the README's cron recipe, which bench/stats.py also measures."""
+
 
 def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     """bench/run.py --quick writes every section; contention applied once, lines whole; its
@@ -48,6 +51,9 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     assert figures["sweep"]["rc"] == 124
     assert figures["stats"]["lines"] == 20_000
     assert figures["stats"]["repeat_commands"] == 10_000
+    cron = [CRON_PYTHON, "-c", "import sys; sys.exit(sys.version_info < (3, 10))"]
+    recipe = os.access(CRON_PYTHON, os.X_OK) and subprocess.run(cron, check=False).returncode == 0
+    assert ("cron_repeat_ratio" in figures["stats"]) == recipe  # measured as cron runs it
     assert figures["contention"]["applications"] == 1
     assert figures["contention"]["log_lines_whole"] == figures["contention"]["log_lines_expected"]
     assert b"runner / floor" in result.stdout
