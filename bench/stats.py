@@ -330,7 +330,7 @@ def repeat(
     start-up of `run -- true`; and the floor of that repeat (REPEAT_FLOOR), without and
     with stats' own code loaded. From the folder under this Python; and, with `cron` (see
     `recipe`), also as the cron recipe runs it, on the same hour and the same checkpoint
-    (put back between the two, taken in turns first)."""
+    (put back between the two); the forms take turns going first, for `run` too."""
     log = home / "runs.jsonl"
     with log.open("ab") as handle:
         for n in range(commands):
@@ -368,8 +368,8 @@ def repeat(
             took_by[place].append(took)
         bare.append(spawn(least, env)[0])
         loaded.append(spawn([*least, str(ROOT)], env)[0])
-        for place, form in enumerate(forms):
-            took, _, started = spawn([*form, "run", "--", "true"], env)
+        for place in order:
+            took, _, started = spawn([*forms[place], "run", "--", "true"], env)
             run_by[place].append(took)
             cpu_by[place].append(used[place] / started)
     start_up = statistics.median(run_by[0])
