@@ -23,7 +23,6 @@ once by that same Python.
 
 from __future__ import annotations
 
-import marshal
 import os
 import py_compile
 import sys
@@ -61,9 +60,10 @@ def bytecode(path: Path, name: str, scratch: str) -> bytes:
     return Path(compiled).read_bytes()
 
 
-def stats_modules() -> tuple[str, bytes]:
-    """The file of the modules `stats --prometheus` loads at once (adapters.preload), as
-    this Python compiles them: its name in the archive, and its bytes."""
+def stats_modules(compiled: dict[str, bytes]) -> tuple[str, bytes]:
+    """The file of the modules `stats --prometheus` loads at once (adapters.preload): its
+    name in the archive, and its bytes, each module's code the archive's own bytecode
+    (`compiled`, by name in the archive: a .pyc's code follows its 16-byte header)."""
     sys.path.insert(0, str(ROOT))
     from adapters.preload import file_name  # noqa: PLC0415 - the runner's own, from ROOT
     from adapters.preload_write import packed  # noqa: PLC0415
@@ -72,9 +72,8 @@ def stats_modules() -> tuple[str, bytes]:
     modules = []
     for module in STATS_MODULES:
         name = module.replace(".", "/") + ".py"
-        source = (ROOT / name).read_bytes()
-        code = compile(source, name, "exec", dont_inherit=True, optimize=0)
-        modules.append((name, 0, len(source), marshal.dumps(code)))
+        size = (ROOT / name).stat().st_size
+        modules.append((name, 0, size, compiled[name][16:]))
     return f"entrypoints/{file_name('stats')}", b"".join(packed(STATS_MODULES, modules))
 
 
@@ -84,10 +83,12 @@ def build(output: Path) -> None:
     with tempfile.TemporaryDirectory() as scratch, partial.open("wb") as handle:
         handle.write(SHEBANG)
         with zipfile.ZipFile(handle, "w") as archive:
+            compiled = {}
             for name, path in sources():
+                compiled[name] = bytecode(path, name, scratch)
                 _add(archive, name, path.read_bytes(), zipfile.ZIP_DEFLATED)
-                _add(archive, name[:-3] + ".pyc", bytecode(path, name, scratch), zipfile.ZIP_STORED)
-            _add(archive, *stats_modules(), zipfile.ZIP_STORED)
+                _add(archive, name[:-3] + ".pyc", compiled[name], zipfile.ZIP_STORED)
+            _add(archive, *stats_modules(compiled), zipfile.ZIP_STORED)
     partial.chmod(0o755)
     os.replace(partial, output)
 
