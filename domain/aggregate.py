@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
+from domain.buckets import insort
 from domain.histogram import Histogram
 from domain.outcomes import OUTCOMES, outcome_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from bisect import insort
     from typing import Any
-else:
-    try:  # the C functions `bisect` exports, without that module (it first defines its own)
-        from _bisect import insort_right as insort
-    except ImportError:  # an interpreter without the C module
-        from bisect import insort
 
 RECENT = 20
 """How many of the latest runs each aggregate remembers, for the history strip."""

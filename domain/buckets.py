@@ -9,12 +9,15 @@ from operator import sub
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from bisect import bisect_left, bisect_right
+    from bisect import bisect_left, bisect_right, insort_right
 else:
     try:  # the C functions `bisect` exports, without that module (it first defines its own)
-        from _bisect import bisect_left, bisect_right
+        from _bisect import bisect_left, bisect_right, insort_right
     except ImportError:  # an interpreter without the C module
-        from bisect import bisect_left, bisect_right
+        from bisect import bisect_left, bisect_right, insort_right
+
+insort = insort_right
+"""Insert into a list kept in order, after what is equal (domain.aggregate's recent runs)."""
 
 BUCKET_RATIO = 1.02
 """Each fine bucket is 2% wider than the one before: quantiles within 1%."""
