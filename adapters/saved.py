@@ -3,8 +3,7 @@
     {"version": 12, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [key, …], "last_runs": …,
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
-                "lines": {"keys": {key: [label, place], …},
-                          "bounds": [offsets, …]}} or null, …}
+                "lines": {"keys": {key: place, …}, "bounds": [offsets, …]}} or null, …}
     COUNTS<TAB>FIGURES<TAB>FINE<TAB>FINE<TAB>RECENT   (the first key's aggregate)
     …
 
