@@ -1,4 +1,4 @@
-"""An aggregate's line in the checkpoint (version 12): its counts, then its figures that
+"""An aggregate's line in the checkpoint (version 13): its counts, then its figures that
 are not counts, its two histograms' fine buckets and its recent runs, a tab before each.
 
     COUNTS<TAB>FIGURES<TAB>FINE<TAB>FINE<TAB>RECENT

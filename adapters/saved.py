@@ -1,6 +1,6 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 12, "crc": …}
+    {"version": 13, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [key, …], "last_runs": …,
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: place, …}, "bounds": [offsets, …]}} or null, …}
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-VERSION = 12
+VERSION = 13
 SIZE_MAX = 32 << 20
 """Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
 bounded)."""
@@ -61,7 +61,7 @@ class Kept:
     def wake(self) -> Aggregate:
         try:
             data = bytes(self.state)
-            if data[:1] != b"{":  # version 12 (a JSON object is of version 11 or before)
+            if data[:1] != b"{":  # version 13 (a JSON object is of version 11 or before)
                 return aggregate_line.read(data)
             head, *fine = data.split(b"\t")
             state = cjson.loads(head)

@@ -361,25 +361,27 @@ def _planted(change: Any, form: Any) -> saved.Loaded:
 
 
 def _recent(line: bytes, times: bytes | None = None, marks: bytes | None = None) -> bytes:
-    """A version 12 line with its recent runs' times or marks replaced."""
+    """A line with its recent runs' times or marks replaced."""
     rest, recent = line.rsplit(b"\t", 1)
     old_times, old_marks = recent.split(b":")
     return rest + b"\t" + (old_times if times is None else times) + b":" + (marks or old_marks)
 
 
 def _waiting(line: bytes, durations: bytes) -> bytes:
-    """A version 12 line with `durations` after the counts of its first histogram."""
+    """A line with `durations` after the counts of its first histogram."""
     counts, doubles, fine, *rest = line.split(b"\t")
     return b"\t".join([counts, doubles, fine + durations, *rest])
 
 
+TWELVE_THREE = b"B" + b2a_base64(bytes([12, 3]), newline=False)
+"""Durations 12 and 3 ms as `defer` packs them after the counts: a type code, then base64."""
 NAN = b2a_base64(struct.pack("<2d", T0, math.nan), newline=False)
 """NaN after a time: the least and the greatest of both are the time."""
 INFINITE = b2a_base64(struct.pack("<2d", T0, math.inf), newline=False)
 
 
 def _counts(line: bytes, change: Any) -> bytes:
-    """A version 12 line with its counts changed by a function of their list."""
+    """A line with its counts changed by a function of their list."""
     counts, *rest = line.split(b"\t")
     code = counts[:1].decode()
     changed = array(code, change(array(code, a2b_base64(counts[1:])).tolist()))
@@ -387,7 +389,7 @@ def _counts(line: bytes, change: Any) -> bytes:
 
 
 def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
-    """A version 12 line with its figure `at` replaced by `value` (and `count` of them)."""
+    """A line with its figure `at` replaced by `value` (and `count` of them)."""
     counts, doubles, *rest = line.split(b"\t")
     figures = list(struct.unpack("<10d", a2b_base64(doubles)))
     figures[at] = value
@@ -420,9 +422,10 @@ def _doubles(line: bytes, at: int, value: float, count: int = 10) -> bytes:
         lambda line: line.replace(b"=\t", b"\t", 1),  # not canonical
         lambda line: line.replace(b"\t", b"\t\xff", 2),  # fine buckets not ASCII
         lambda line: line.replace(b":B:", b":B: ", 1),
-        lambda line: _waiting(line, b":12,,3"),  # durations after the counts, one empty
-        lambda line: _waiting(line, b":1:2"),
-        lambda line: _waiting(line, b":" + b"1" * 15),  # longer than any duration
+        lambda line: _waiting(line, b":3:" + TWELVE_THREE),  # fewer than it says
+        lambda line: _waiting(line, b":4:" + TWELVE_THREE + b",,B" + TWELVE_THREE[1:]),
+        lambda line: _waiting(line, b":2:" + TWELVE_THREE[1:]),  # no type code
+        lambda line: _waiting(line, b":1:Q" + b2a_base64(struct.pack("<Q", 10**14), newline=False)),
         lambda line: _recent(line, marks=b"1"),  # fewer outcomes than times
         lambda line: _recent(line, marks=b"07"),  # an outcome of no place
         lambda line: _recent(line, times=b"AAAA"),  # not whole doubles
@@ -452,7 +455,7 @@ def test_the_planted_aggregate_holds_together_unchanged() -> None:
     for form in (aggregate_line.line, v11_line):
         assert _planted(lambda line: line, form).summary.aggregate("job").runs == 2
     plain = _planted(lambda line: line, aggregate_line.line).summary.aggregate("job")
-    waiting = _planted(lambda line: _waiting(line, b":12,3"), aggregate_line.line)
+    waiting = _planted(lambda line: _waiting(line, b":2:" + TWELVE_THREE), aggregate_line.line)
     placed = waiting.summary.aggregate("job").durations.span()[1]
     assert sum(placed) == sum(plain.durations.span()[1]) + 2  # the two that waited
 
