@@ -69,16 +69,27 @@ class Placed:
     leaves them waiting: see domain.packed).
 
     The durations are sorted once (in C); then how many fall at or below each bound of
-    the buckets they span is one bisection per bound, not one per duration."""
+    the buckets they span is one bisection per bound, not one per duration. What the
+    exported buckets need is worked out when asked for: durations that waited to be
+    placed in the fine ones were counted in them already."""
 
     def __init__(self, values: list[int]) -> None:
         ordered = sorted(values)
         self.ordered = ordered
         self.count = len(ordered)
-        self.total = sum(ordered)
-        self.maximum = ordered[-1]
-        below = [0, *map(partial(bisect_right, ordered), LE_MS), self.count]
-        self.le = list(map(sub, below[1:], below))
+
+    @property
+    def le(self) -> list[int]:
+        below = [0, *map(partial(bisect_right, self.ordered), LE_MS), self.count]
+        return list(map(sub, below[1:], below))
+
+    @property
+    def total(self) -> int:
+        return sum(self.ordered)
+
+    @property
+    def maximum(self) -> int:
+        return self.ordered[-1]
 
     def fine(self) -> tuple[int, list[int] | None, list[int]]:
         """The first fine bucket they fill, and the counts from it to the last they fill;
