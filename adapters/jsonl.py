@@ -7,6 +7,8 @@ import os
 import stat
 import time
 
+from domain.errors import SIGNALLED_RC, TIMEOUT_RC
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -95,13 +97,6 @@ def attempt_line(record: AttemptRecord) -> bytes:
     if record.ping_failed:
         fields["ping_failed"] = True
     return (dumps(fields) + "\n").encode("ascii")
-
-
-TIMEOUT_RC = 124
-SIGNALLED_RC = 129
-"""An rc that reads as a timeout (124) or a signal (129 to 193) always comes with
-`timed_out` (true or false) or `signal` (a name, or null): whether the runner's timeout
-or a signal really ended it, or the command merely exited with that code."""
 
 
 def signal_name(signum: int | None) -> str | None:

@@ -20,9 +20,9 @@ from operator import itemgetter
 
 from adapters import cjson
 from adapters.batches import nonblank
-from adapters.jsonl import SIGNALLED_RC, TIMEOUT_RC
 from adapters.line_form import MAYBE_OBJECT, prebuilt, runner_line
 from adapters.timestamps import parse as _parse_ts
+from domain.errors import SIGNALLED_RC, TIMEOUT_RC
 from domain.words import bounded, shell_words, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up

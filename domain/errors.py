@@ -18,6 +18,14 @@ class ExitStatus(IntEnum):
     SIGNAL_BASE = 128
 
 
+TIMEOUT_RC = 124
+SIGNALLED_RC = 129
+"""In the attempt log, an rc that reads as a timeout (124) or a signal (129 to 193) always
+comes with `timed_out` (true or false) or `signal` (a name, or null): whether the
+runner's timeout or a signal really ended it, or the command merely exited with that
+code."""
+
+
 class RunnerError(Exception):
     """A reason for the runner to stop, with the exit code it stops with."""
 

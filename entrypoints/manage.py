@@ -60,7 +60,6 @@ def manage(
 STATS_MODULES = (
     "adapters.batches",
     "adapters.cjson",
-    "adapters.jsonl",
     "adapters.line_form",
     "adapters.timestamps",
     "domain.words",
