@@ -113,9 +113,15 @@ def unpack(packed: object) -> tuple[int, array[int], list[int]]:
             raise ValueError
         waiting: list[int] = []
         if more:
-            for segment in rest.partition(":")[2].split(","):
-                waiting += _numbers(segment[:1], segment[1:])
-            if not (len(waiting) == says <= DEFERRED_MAX and max(waiting) < DURATION_LIMIT):
+            segments = rest.partition(":")[2].split(",")
+            if not len(segments) <= says <= DEFERRED_MAX:  # each holds one or more
+                raise ValueError
+            for segment in segments:
+                durations = _numbers(segment[:1], segment[1:])
+                if not durations:
+                    raise ValueError
+                waiting += durations
+            if not (len(waiting) == says and max(waiting) < DURATION_LIMIT):
                 raise ValueError
         return int(first), counts, waiting
     except (TypeError, ValueError):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pytest_mock import MockerFixture
 
 import domain.histogram
+import domain.packed
 from domain.buckets import FINE_MAX
 from domain.packed import DEFERRED_MAX, checked, defer, pack, unpack
 from tests.unit.test_stats import figures, saved, twin
@@ -56,6 +57,8 @@ def segment(code: str, durations: list[int]) -> str:
         f"1:{segment('Q', [10**14])}",  # past any duration a log line holds
         f"{DEFERRED_MAX + 1}:{segment('B', [1] * (DEFERRED_MAX + 1))}",
         f"1000:{segment('B', [1] * 1000)}",
+        f"2:{segment('B', [1, 2])},B",  # a segment of none
+        ",".join([f"2:{segment('B', [1])}", segment("B", [1]), segment("B", [1])]),
     ],
 )
 def test_durations_defer_could_not_have_written_are_refused(waiting: str) -> None:
@@ -63,6 +66,18 @@ def test_durations_defer_could_not_have_written_are_refused(waiting: str) -> Non
         checked(f"{pack(3, [1, 2])}:{waiting}")
     valid = f"{pack(3, [1, 2])}:3:{segment('Q', [10**14 - 1])},{segment('B', [0, 255])}"
     assert checked(valid) == 3
+
+
+def test_more_segments_than_durations_are_refused_before_any_is_read(
+    mocker: MockerFixture,
+) -> None:
+    """Each segment holds one duration or more: a text of more segments than it says it
+    holds durations (a hundred thousand) is refused without a segment decoded."""
+    decoded = mocker.spy(domain.packed, "_numbers")
+    many = ",".join([segment("B", [1])] * 100_000)
+    with pytest.raises(ValueError, match="histogram"):
+        checked(f"{pack(3, [1, 2])}:2:{many}")
+    assert decoded.call_count == 1  # the counts
 
 
 @given(st.text("AQgwBCDE+/=", max_size=14), st.sampled_from("BHIQ"))
