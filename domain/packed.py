@@ -31,7 +31,7 @@ CODES = ("B", "H", "I", "Q")
 _SIZES = {code: array(code).itemsize for code in CODES}
 _LIMITS = {code: 1 << (8 * size) for code, size in _SIZES.items()}
 """The smallest count each type code cannot hold."""
-DURATION_LIMIT = 10**14
+_DURATION_LIMIT = 10**14
 """A duration a log line may hold is below 10**14 milliseconds."""
 
 
@@ -121,7 +121,7 @@ def unpack(packed: object) -> tuple[int, array[int], list[int]]:
                 if not durations:
                     raise ValueError
                 waiting += durations
-            if not (len(waiting) == says and max(waiting) < DURATION_LIMIT):
+            if not (len(waiting) == says and max(waiting) < _DURATION_LIMIT):
                 raise ValueError
         return int(first), counts, waiting
     except (TypeError, ValueError):
