@@ -5,11 +5,9 @@ fewest bytes that hold them."""
 
 from __future__ import annotations
 
-import sys
 from array import array
-from binascii import a2b_base64, b2a_base64
 
-from domain.packed import CODES, narrowest
+from domain.packed import CODES, decoded, encoded, narrowest
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -27,23 +25,13 @@ def or_none(values: list[float]) -> list[float | None]:
 
 def packed(code: str, values: list[Any] | array[Any]) -> bytes:
     """`values` as numbers of the array type `code`; OverflowError for one it cannot hold."""
-    numbers = array(code, values)
-    if sys.byteorder == "big":
-        numbers.byteswap()
-    return b2a_base64(numbers, newline=False)
+    return encoded(array(code, values))
 
 
 def unpacked(code: str, text: bytes) -> list[Any]:
     """The numbers `packed` wrote as `code`; ValueError unless canonical base64 of whole ones
-    (base64's decoder skips what it does not know: what it reads is written again)."""
-    data = a2b_base64(text)
-    if b2a_base64(data, newline=False) != text:
-        raise ValueError("not as packed")
-    numbers = array(code)
-    numbers.frombytes(data)  # ValueError unless whole numbers
-    if sys.byteorder == "big":
-        numbers.byteswap()
-    return numbers.tolist()
+    (see domain.packed.decoded)."""
+    return decoded(code, text).tolist()
 
 
 _CODE_OF = {code.encode(): code for code in CODES}

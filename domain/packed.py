@@ -23,6 +23,10 @@ from binascii import a2b_base64, b2a_base64
 
 from domain.buckets import FINE_MAX
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
 DEFERRED_MAX = 256
 """Durations written after the packed counts at most: past that they are counted in."""
 
@@ -128,25 +132,34 @@ def unpack(packed: object) -> tuple[int, array[int], list[int]]:
         raise ValueError("histogram counts") from None
 
 
-def _base64(numbers: array[int]) -> str:
-    """The numbers little-endian, in base64."""
+def encoded(numbers: array[Any]) -> bytes:
+    """The numbers of an array, little-endian, in base64 (one C-level pass)."""
     if sys.byteorder == "big":
         numbers = array(numbers.typecode, numbers)
         numbers.byteswap()
-    return b2a_base64(numbers, newline=False).decode()
+    return b2a_base64(numbers, newline=False)
 
 
-def _numbers(code: str, text: str) -> array[int]:
-    """The numbers `_base64` wrote as `code`; ValueError unless `code` is one of CODES and
-    `text` the canonical base64 of whole numbers of it (the decoder skips what it does not
-    know: what it reads is written again)."""
-    if code not in CODES:
-        raise ValueError(code)
+def decoded(code: str, text: str | bytes) -> array[Any]:
+    """The numbers `encoded` wrote as array type `code`; ValueError unless `text` is the
+    canonical base64 of whole numbers of it (the decoder skips what it does not know:
+    what it reads is written again)."""
     data = a2b_base64(text)
-    if b2a_base64(data, newline=False) != text.encode():
+    if b2a_base64(data, newline=False) != (text.encode() if type(text) is str else text):
         raise ValueError("not as packed")
     numbers = array(code)
     numbers.frombytes(data)  # ValueError unless whole numbers
     if sys.byteorder == "big":
         numbers.byteswap()
     return numbers
+
+
+def _base64(numbers: array[int]) -> str:
+    return encoded(numbers).decode()
+
+
+def _numbers(code: str, text: str) -> array[int]:
+    """Counts or durations packed as `code`, one of CODES (ValueError for another)."""
+    if code not in CODES:
+        raise ValueError(code)
+    return decoded(code, text)
