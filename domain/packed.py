@@ -94,12 +94,6 @@ def carried(packed: object) -> int:
     return int(waiting)
 
 
-def checked(packed: object) -> int:
-    """How many durations wait after the counts in `packed`; ValueError unless `pack` and
-    `defer` could have written it (see `unpack`)."""
-    return len(unpack(packed)[2])
-
-
 def unpack(packed: object) -> tuple[int, array[int], list[int]]:
     """The first bucket's index, the counts and the durations that wait; ValueError unless
     `pack` and `defer` could have written it: canonical base64 of whole counts, as many as

@@ -1,5 +1,6 @@
 """Fine buckets as a checkpoint holds them: packed counts and the durations that wait after
-them, checked without being decoded, and decoded only when something needs them."""
+them, carried without being decoded, and decoded and checked only when something needs
+them."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ from pytest_mock import MockerFixture
 import domain.histogram
 import domain.packed
 from domain.buckets import FINE_MAX
-from domain.packed import DEFERRED_MAX, checked, defer, pack, unpack
+from domain.packed import DEFERRED_MAX, defer, pack, unpack
 from tests.unit.test_stats import figures, saved, twin
+
+
+def held(packed: object) -> int:
+    """How many durations wait after the counts; ValueError unless defer could have
+    written them."""
+    return len(unpack(packed)[2])
+
 
 DURATIONS = st.lists(st.integers(0, 10**13), max_size=40)
 
@@ -28,7 +36,7 @@ def test_counts_and_the_durations_after_them_come_back(first: int, counts: list[
     packed = pack(first, counts)
     once = defer(packed, 0, [5, 10**13])
     twice = defer(once, 2, [0, 7])
-    assert (checked(packed), checked(once), checked(twice)) == (0, 2, 4)
+    assert (held(packed), held(once), held(twice)) == (0, 2, 4)
     start, back, waiting = unpack(twice)
     assert (start, back.tolist(), waiting) == (first, counts, [5, 10**13, 0, 7])
     assert defer(packed, 0, []) == packed
@@ -63,9 +71,9 @@ def segment(code: str, durations: list[int]) -> str:
 )
 def test_durations_defer_could_not_have_written_are_refused(waiting: str) -> None:
     with pytest.raises(ValueError, match="histogram"):
-        checked(f"{pack(3, [1, 2])}:{waiting}")
+        held(f"{pack(3, [1, 2])}:{waiting}")
     valid = f"{pack(3, [1, 2])}:3:{segment('Q', [10**14 - 1])},{segment('B', [0, 255])}"
-    assert checked(valid) == 3
+    assert held(valid) == 3
 
 
 def test_more_segments_than_durations_are_refused_before_any_is_read(
@@ -76,7 +84,7 @@ def test_more_segments_than_durations_are_refused_before_any_is_read(
     decoded = mocker.spy(domain.packed, "_numbers")
     many = ",".join([segment("B", [1])] * 100_000)
     with pytest.raises(ValueError, match="histogram"):
-        checked(f"{pack(3, [1, 2])}:2:{many}")
+        held(f"{pack(3, [1, 2])}:2:{many}")
     assert decoded.call_count == 1  # the counts
 
 
@@ -91,7 +99,7 @@ def test_counts_are_checked_as_decoding_and_encoding_them_again_would(text: str,
         canonical = False
     whole = canonical and len(data) % {"B": 1, "H": 2, "I": 4, "Q": 8}[code] == 0
     try:
-        checked(f"0:{code}:{text}")
+        held(f"0:{code}:{text}")
     except ValueError:
         assert not whole
     else:
@@ -150,7 +158,7 @@ def test_durations_wait_after_the_counts_up_to_a_bound_then_are_counted_in() -> 
         whole += batch
         histogram.add_many(batch)
         histogram = saved(histogram)
-        waited.append(checked(histogram.state()[0]))
+        waited.append(held(histogram.state()[0]))
     assert max(waited) <= DEFERRED_MAX
     assert waited[:5] == [60, 120, 180, 240, 0]  # the fifth hour's would have been 300
     assert figures(histogram) == figures(twin(whole))
