@@ -179,10 +179,8 @@ def generations(log: str, current: os.stat_result) -> list[str]:
     for path, (kept, mark) in _marked(log).items():
         if mark.startswith("-"):
             order: tuple[object, ...] = (_plain(path), path != _plain(path))
-        elif mark[1:].isdigit() and mark[1:].isascii():
-            order = (-int(mark[1:]), path)
         else:
-            continue
+            order = (-int(mark[1:]), path)
         namings.setdefault((kept, not mark.startswith("-")), []).append((order, path))
     named = [[path for _, path in sorted(found)] for _, found in sorted(namings.items())]
     if len(named) > 1:
@@ -221,20 +219,39 @@ def _began(path: str) -> float:
         return _NEVER
 
 
-def _marked(log: str) -> dict[str, tuple[bool, str]]:
-    """The files named like a generation of `log`, each with whether its name keeps the
-    log's extension, and what it adds to the log's name (`.1`, `-20261130`), without that
-    extension and the compression's suffix."""
-    import glob  # noqa: PLC0415 - only after a rotation
+def named_as_generation(log: str, name: str) -> bool:
+    """Whether a file named `name` beside the log named `log` would be taken for one of its
+    rotated generations (see `generations`), whether or not there is one now."""
+    return _mark(log, name) is not None
 
+
+def _marked(log: str) -> dict[str, tuple[bool, str]]:
+    """The files beside `log` named as its generations are (see `_mark`), with their marks."""
+    folder, name = os.path.split(log)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return {}
+    marks = {other: _mark(name, other) for other in names}
+    return {os.path.join(folder, other): mark for other, mark in marks.items() if mark}
+
+
+def _mark(log: str, name: str) -> tuple[bool, str] | None:
+    """How the file `name` is named as a generation of the log named `log`: whether its name
+    keeps the log's extension (`runs.1.jsonl`), and what it adds to the log's name (`.1`,
+    `-20261130`), without that extension and the compression's suffix; None when it is
+    not named as one: after the log's name (or its stem), a number after a dot, or a dash."""
     stem, extension = os.path.splitext(log)
-    found: dict[str, tuple[bool, str]] = {}
     for base, kept in [(log, "")] + ([(stem, extension)] if extension else []):
-        for path in glob.glob(glob.escape(base) + "[-.]*" + kept + ("*" if kept else "")):
-            mark = _plain(path)[len(base) :]
-            if mark.endswith(kept):
-                found.setdefault(path, (bool(kept), mark[: len(mark) - len(kept)]))
-    return found
+        if name[len(base) : len(base) + 1] not in ("-", ".") or not name.startswith(base):
+            continue
+        mark = _plain(name)[len(base) :]
+        if kept and not (kept in name[len(base) + 1 :] and mark.endswith(kept)):
+            continue
+        mark = mark[: len(mark) - len(kept)]
+        numbered = mark[1:].isdigit() and mark[1:].isascii()
+        return (bool(kept), mark) if mark.startswith("-") or numbered else None
+    return None
 
 
 def _plain(name: str) -> str:
