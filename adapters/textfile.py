@@ -13,20 +13,32 @@ import os
 import stat
 
 from adapters.files import write_atomically
+from adapters.rotation import named_as_generation
 from domain.errors import StateError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 IDENTITY = ("dev", "ino", "size", "mtime_ns")
 
 
-def check(path: str) -> None:
-    """Raise StateError unless `path` names a regular file or nothing. The textfile is
-    renamed over it: a symbolic link or a device (`/dev/stdout`, `/dev/null`) would be
-    replaced by a file, the system's own nodes too when run as root. A link is refused
-    as logrotate refuses to rotate one; `-` writes to stdout."""
+def check(path: str, logs: Sequence[str] = ()) -> None:
+    """Raise StateError unless `path` names a regular file or nothing, and nothing `stats`
+    reads or keeps. The textfile is renamed over it: a symbolic link or a device
+    (`/dev/stdout`, `/dev/null`) would be replaced by a file, the system's own nodes too
+    when run as root. A link is refused as logrotate refuses to rotate one; `-` writes to
+    stdout. See `_apart` for the `logs` read."""
     try:
-        mode = os.lstat(path).st_mode
+        info = os.lstat(path)
     except OSError:
-        return  # nothing there yet, or said when it is written
+        info = None  # nothing there yet, or said when it is written
+    for log in logs:
+        if log != "-":
+            _apart(path, info, log)
+    if info is None:
+        return
+    mode = info.st_mode
     if stat.S_ISLNK(mode):
         raise StateError(
             f"cannot write {path}: a symbolic link, which would be replaced by a file "
@@ -38,6 +50,29 @@ def check(path: str) -> None:
         raise StateError(
             f"cannot write {path}: not a regular file (write to stdout with --prometheus -)"
         )
+
+
+def _apart(path: str, info: os.stat_result | None, log: str) -> None:
+    """Raise StateError when `path` is the attempt log `log` (by its name, or another name
+    of the same file), a file `stats` keeps beside it (its checkpoints, its lock), or a
+    file it would take for one of its rotated generations: replaced by the textfile, the
+    history there would be lost, with nothing said."""
+    try:
+        same = info is not None and os.path.samestat(info, os.stat(log))
+    except OSError:
+        same = False
+    folder, name = os.path.realpath(os.path.dirname(log) or "."), os.path.basename(log)
+    there, own = os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)
+    beside = there == folder
+    if same or (beside and own == name):
+        why = f"it is the attempt log {log}"
+    elif beside and own.startswith(f".{name}."):
+        why = f"a name stats keeps for its own files beside {log}"
+    elif beside and named_as_generation(name, own):
+        why = f"it is named as a rotated generation of {log}, which stats reads"
+    else:
+        return
+    raise StateError(f"cannot write {path}: {why} (name a file of its own, such as runner.prom)")
 
 
 def write(path: str, data: bytes | list[bytes | memoryview]) -> dict[str, object]:

@@ -33,7 +33,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     if invocation.prometheus not in (None, "-"):
         from adapters import textfile
 
-        textfile.check(invocation.prometheus)  # before a long read, not after it
+        textfile.check(invocation.prometheus, logs)  # before a long read, not after it
     by, now = invocation.by, time.time()
     since = None if invocation.since is None else now - invocation.since
     guard = None if logs == ["-"] else _updating(logs, watch)

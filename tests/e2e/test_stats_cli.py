@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -111,6 +112,69 @@ def test_prometheus_never_replaces_a_link_or_a_device(lab: Lab, kind: str) -> No
         assert target.read_text() == "theirs\n"
     assert not list(lab.home.glob(".runs.jsonl.stats-*.json"))  # refused before the read
     assert [p.name for p in lab.tmp.iterdir() if p.name.startswith(".")] == []
+
+
+def _files(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.name: (p.stat().st_ino, p.read_bytes()) for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "runs.jsonl",
+        "another name of runs.jsonl",
+        ".runs.jsonl.stats-cmd.json",
+        ".runs.jsonl.stats.lock",
+        "runs.jsonl.1",
+        "runs.jsonl-20261202.gz",
+        "runs.1.jsonl",
+    ],
+)
+def test_prometheus_never_replaces_the_log_or_what_stats_keeps_beside_it(
+    lab: Lab, name: str
+) -> None:
+    """Regression: `stats --prometheus ~/.runner/runs.jsonl` (--log meant) renamed the
+    textfile over the attempt log, its whole history lost, and said nothing (exit 0). The
+    log under any of its names, stats' checkpoint and lock beside it, and a name stats would
+    read as a rotated generation (one there, or one not yet) are refused before the log is
+    read, and nothing in the home changes."""
+    lab.run("run", "--", "true")
+    lab.run("run", "--", "false")
+    assert lab.run("stats", "-q").returncode == 0  # its checkpoint and lock are there
+    (lab.home / "runs.jsonl.1").write_bytes(lab.log.read_bytes())  # an older generation
+    out = lab.home / name
+    if name.startswith("another"):
+        os.link(lab.log, out)
+    before = _files(lab.home)
+    result = lab.run("stats", "-q", "--prometheus", str(out))
+    assert result.returncode == 125
+    assert result.stderr.startswith(b"runner: error: cannot write " + str(out).encode())
+    assert b"runner.prom" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert _files(lab.home) == before
+
+
+def test_prometheus_given_the_log_read_with_log_is_refused(lab: Lab) -> None:
+    """The same for a log named by --log, also one that is not there yet."""
+    lab.run("run", "--", "true")
+    other = lab.tmp / "other.jsonl"
+    other.write_bytes(lab.log.read_bytes())
+    for log in (other, lab.tmp / "none.jsonl"):
+        result = lab.run("stats", "-q", "--log", str(log), "--prometheus", str(log))
+        assert result.returncode == 125
+        assert b"it is the attempt log" in result.stderr
+    assert other.read_bytes() == lab.log.read_bytes()
+    assert not (lab.tmp / "none.jsonl").exists()
+
+
+def test_a_textfile_beside_the_log_named_otherwise_is_written(lab: Lab) -> None:
+    """Names that only begin as the log's are the user's to choose."""
+    lab.run("run", "--", "true")
+    log = lab.log.read_bytes()
+    for name in ("runs.jsonl.prom", "runs.prom", "runner.prom"):
+        assert lab.run("stats", "-q", "--prometheus", str(lab.home / name)).returncode == 0
+        assert b"runner_runs_total" in (lab.home / name).read_bytes()
+    assert lab.log.read_bytes() == log
 
 
 def test_applied_lists_markers_and_forget_removes_one(lab: Lab) -> None:
