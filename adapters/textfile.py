@@ -37,6 +37,9 @@ def check(path: str, logs: Sequence[str] = ()) -> None:
         if log != "-":
             _apart(path, info, log)
     if info is None:
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise StateError(f"cannot write {path}: there is no folder {folder}")
         return
     mode = info.st_mode
     if stat.S_ISLNK(mode):

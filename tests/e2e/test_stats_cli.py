@@ -167,6 +167,19 @@ def test_prometheus_given_the_log_read_with_log_is_refused(lab: Lab) -> None:
     assert not (lab.tmp / "none.jsonl").exists()
 
 
+def test_prometheus_in_a_missing_folder_is_refused_before_the_read(lab: Lab) -> None:
+    """A textfile whose folder is not there (a typo in the cron line) was said only once the
+    whole log had been read, every minute again."""
+    lab.run("run", "--", "true")
+    for out in (lab.tmp / "missing" / "runner.prom", lab.log / "runner.prom"):
+        result = lab.run("stats", "-q", "--prometheus", str(out))
+        assert result.returncode == 125
+        assert result.stderr == (
+            f"runner: error: cannot write {out}: there is no folder {out.parent}\n".encode()
+        )
+    assert not list(lab.home.glob(".runs.jsonl.stats-*.json"))  # refused before the read
+
+
 def test_a_textfile_beside_the_log_named_otherwise_is_written(lab: Lab) -> None:
     """Names that only begin as the log's are the user's to choose."""
     lab.run("run", "--", "true")
