@@ -1,6 +1,7 @@
 """stats' checkpoint: the whole history of a log counted so far, and where to read on.
 
-Kept beside the log as `.<log>.stats-<by>.json` (see adapters.saved for its form). It
+Kept beside the log as `.<log>.stats-<by>.json`, or where --checkpoint says (see
+adapters.saved for its form). It
 names the log by device, inode and a hash of its first line, and the offset just past
 the last whole line read. The next `stats` reads only what follows. When the log
 was rotated (moved, truncated, replaced), once or many times, every generation beside it
@@ -17,6 +18,7 @@ from adapters.files import write_atomically
 from adapters.logfile import LogSummary, open_regular, stop_if_ended, summarize, whole_lines_end
 from adapters.rotation import head_at, history, summarize_generation, unread
 from adapters.saved import Untrusted, read_own
+from adapters.stats_files import checkpoint_path
 from domain.errors import Damaged, StateError
 from domain.stats import OTHER, Summary
 
@@ -45,14 +47,16 @@ class Checkpoint:
     """The history of one log file (not a stream, not gzip), for one grouping (`by`).
 
     `alarm` says (once) that a checkpoint was set aside: a warning even under --quiet.
+    `path`: where it is kept (--checkpoint), if not beside the log (see adapters.stats_files).
     """
 
-    def __init__(self, log: str, by: str, alarm: Callable[[str], None]) -> None:
+    def __init__(
+        self, log: str, by: str, alarm: Callable[[str], None], path: str | None = None
+    ) -> None:
         self.log = log
         self.by = by
         self.alarm = alarm
-        folder, name = os.path.split(log)
-        self.path = os.path.join(folder, f".{name}.stats-{by}.json")
+        self.path = checkpoint_path(log, by, path)
         self.series: list[str] = []
         self.export: dict[str, Any] | None = None
         """The textfile written last: its path, identity, constant labels, and where its

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import stat
 
+from adapters import stats_files
 from adapters.files import write_atomically
-from adapters.rotation import named_as_generation
 from domain.errors import StateError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -23,19 +23,18 @@ if TYPE_CHECKING:
 IDENTITY = ("dev", "ino", "size", "mtime_ns")
 
 
-def check(path: str, logs: Sequence[str] = ()) -> None:
+def check(path: str, logs: Sequence[str] = (), kept: Sequence[str] = ()) -> None:
     """Raise StateError unless `path` names a regular file or nothing, and nothing `stats`
-    reads or keeps. The textfile is renamed over it: a symbolic link or a device
-    (`/dev/stdout`, `/dev/null`) would be replaced by a file, the system's own nodes too
-    when run as root. A link is refused as logrotate refuses to rotate one; `-` writes to
-    stdout. See `_apart` for the `logs` read."""
+    reads or keeps (`logs`, and `kept`: see adapters.stats_files). The textfile is renamed over
+    it: a symbolic link or a device (`/dev/stdout`, `/dev/null`) would be replaced by a
+    file, the system's own nodes too when run as root. A link is refused as logrotate
+    refuses to rotate one; `-` writes to stdout."""
+    if logs:
+        stats_files.check(path, logs, kept, "name a file of its own, such as runner.prom")
     try:
         info = os.lstat(path)
     except OSError:
         info = None  # nothing there yet, or said when it is written
-    for log in logs:
-        if log != "-":
-            _apart(path, info, log)
     if info is None:
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):
@@ -53,29 +52,6 @@ def check(path: str, logs: Sequence[str] = ()) -> None:
         raise StateError(
             f"cannot write {path}: not a regular file (write to stdout with --prometheus -)"
         )
-
-
-def _apart(path: str, info: os.stat_result | None, log: str) -> None:
-    """Raise StateError when `path` is the attempt log `log` (by its name, or another name
-    of the same file), a file `stats` keeps beside it (its checkpoints, its lock), or a
-    file it would take for one of its rotated generations: replaced by the textfile, the
-    history there would be lost, with nothing said."""
-    try:
-        same = info is not None and os.path.samestat(info, os.stat(log))
-    except OSError:
-        same = False
-    folder, name = os.path.realpath(os.path.dirname(log) or "."), os.path.basename(log)
-    there, own = os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)
-    beside = there == folder
-    if same or (beside and own == name):
-        why = f"it is the attempt log {log}"
-    elif beside and own.startswith(f".{name}."):
-        why = f"a name stats keeps for its own files beside {log}"
-    elif beside and named_as_generation(name, own):
-        why = f"it is named as a rotated generation of {log}, which stats reads"
-    else:
-        return
-    raise StateError(f"cannot write {path}: {why} (name a file of its own, such as runner.prom)")
 
 
 def write(path: str, data: bytes | list[bytes | memoryview]) -> dict[str, object]:

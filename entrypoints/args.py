@@ -65,6 +65,8 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
         invocation.lock_scope = scope(env.get("RUNNER_LOCK_SCOPE") or "home", "RUNNER_LOCK_SCOPE")
     if invocation.json and invocation.prometheus == "-":
         raise UsageError("--json and --prometheus - both write to stdout: give the text a file")
+    if invocation.checkpoint is not None and (len(invocation.logs) > 1 or "-" in invocation.logs):
+        raise UsageError("--checkpoint keeps the history of one log file: give one --log, not -")
 
 
 def _help(words: list[str]) -> Invocation:

@@ -232,6 +232,12 @@ OPTIONS = {
         "write the figures for node_exporter's textfile collector (-: to stdout, alone)",
         "none",
     ),
+    "--checkpoint": (
+        "FILE",
+        "stats: keep the log's history counted so far, and where it stopped, in FILE (one "
+        "for each log and --by), where the log's folder cannot be written",
+        "beside the log: .<log>.stats-<by>.json",
+    ),
     "--home": (
         "DIR",
         "keep state/ and runs.jsonl in DIR",

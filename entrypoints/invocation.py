@@ -19,6 +19,7 @@ PATHS = {
     "--home": "home",
     "--lock": "lock",
     "--prometheus": "prometheus",
+    "--checkpoint": "checkpoint",
 }
 VALUED = frozenset(
     {
@@ -74,7 +75,8 @@ ALLOWED = {
     "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name"},
     "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "stats": GLOBAL
-    | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"},
+    | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"}
+    | {"--checkpoint"},
     "applied": GLOBAL | STATE | {"--json"},
     "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "locks": GLOBAL | STATE | {"--json"},
@@ -89,6 +91,7 @@ class Invocation:
     __slots__ = (
         "action",
         "by",
+        "checkpoint",
         "cmd",
         "conflict_exit_code",
         "connect_timeout",
@@ -132,6 +135,7 @@ class Invocation:
         self.grants: list[str] = []
         self.labels: list[tuple[str, str]] = []
         self.prometheus: str | None = None
+        self.checkpoint: str | None = None
         self.since: float | None = None
         self.retire_after: float | None = None
         self.by = "cmd"

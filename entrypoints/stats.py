@@ -7,7 +7,8 @@ import time
 
 from adapters.logfile import LogSummary, distinct_files, stop_if_ended
 from adapters.signals import ending
-from domain.errors import Damaged, ExitStatus, Interrupted, LockBusy, StateError
+from adapters.stats_files import check_checkpoint, checkpoint_path, lock_path, updating
+from domain.errors import Damaged, ExitStatus, Interrupted, StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from adapters.checkpoint import Checkpoint
-    from adapters.lock import FcntlLock
     from adapters.signals import SignalWatch
     from entrypoints.console import StreamConsole
     from entrypoints.invocation import Invocation
@@ -30,19 +30,18 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     can be read only once: with --since, what it yields is the window alone.
     """
     logs = distinct_files(invocation.logs) or [os.path.join(home, "runs.jsonl")]
-    if invocation.prometheus not in (None, "-"):
-        from adapters import textfile
-
-        textfile.check(invocation.prometheus, logs)  # before a long read, not after it
     by, now = invocation.by, time.time()
+    one = len(logs) == 1 and logs != ["-"]
+    kept = checkpoint_path(logs[0], by, invocation.checkpoint) if one else None
+    _check_outputs(invocation, logs, kept)  # before a long read, not after it
     since = None if invocation.since is None else now - invocation.since
-    guard = None if logs == ["-"] else _updating(logs, watch)
+    guard = None if kept is None else updating(kept, logs[0], watch)
     try:
         if logs == ["-"]:
             history, checkpoint = _read(logs, by, since, watch), None
             window = None if since is None else history
         else:
-            history, checkpoint = _history(logs, by, watch, console)
+            history, checkpoint = _history(logs, by, watch, console, kept)
             window = None if since is None else _read(logs, by, since, watch)
         stop_if_ended(watch)
         try:
@@ -67,31 +66,16 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     return ExitStatus.OK
 
 
-UPDATE_WAIT = 120.0
-"""Seconds a stats waits for another one to finish updating the same checkpoint."""
+def _check_outputs(invocation: Invocation, logs: list[str], kept: str | None) -> None:
+    """The textfile and the checkpoint given: nothing that stats reads or keeps."""
+    given = invocation.checkpoint
+    if given is not None:
+        check_checkpoint(given, logs)
+    if invocation.prometheus not in (None, "-"):
+        from adapters import textfile
 
-
-def _updating(logs: list[str], watch: SignalWatch) -> FcntlLock | None:
-    """The lock that lets one stats at a time read on from a checkpoint, export and save it,
-    so that two at once can never export a counter lower than the one before."""
-    if len(logs) != 1:
-        return None
-    from adapters.lock import FcntlLock
-
-    folder, name = os.path.split(logs[0])
-    if not os.path.isdir(folder or "."):
-        return None
-    guard = FcntlLock(os.path.join(folder, f".{name}.stats.lock"), watch, bare=True)
-    try:
-        guard.acquire(UPDATE_WAIT)
-    except StateError:
-        return None  # a folder we may not write to: nothing to guard, no checkpoint either
-    except LockBusy:
-        raise StateError(
-            f"another stats has been updating the checkpoint of {logs[0]} for "
-            f"{UPDATE_WAIT:g}s (stopped, or held up by its disk): try again later"
-        ) from None
-    return guard
+        extra = [] if given is None or kept is None else [given, lock_path(given, logs[0])]
+        textfile.check(invocation.prometheus, logs, extra)
 
 
 def _prepare(
@@ -177,15 +161,21 @@ def _write_out(
         try:
             checkpoint.save(history)
         except OSError as exc:
-            console.info(
-                f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
-            )
+            why = f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
+            if invocation.prometheus is None:
+                console.info(why)
+            else:  # said under -q too: an exported counter is no longer sure to only grow
+                console.warn(
+                    f"{why}; every stats reads the whole log again, and an exported counter "
+                    "falls when a rotated log is deleted (keep it elsewhere: --checkpoint FILE)"
+                )
 
 
 def _history(
-    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole
+    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, kept: str | None
 ) -> tuple[LogSummary, Checkpoint | None]:
-    """The whole history: from the checkpoint for one log file, else read whole."""
+    """The whole history: from the checkpoint (kept at `kept`) for one log file, else read
+    whole."""
     from adapters.checkpoint import Checkpoint
     from adapters.rotation import is_compressed
 
@@ -195,7 +185,7 @@ def _history(
     if len(logs) == 1:
         try:
             if not (os.path.exists(single) and is_compressed(single)):
-                checkpoint = Checkpoint(single, by, console.warn)
+                checkpoint = Checkpoint(single, by, console.warn, kept)
                 return checkpoint.update(watch, console.info), checkpoint
         except FileNotFoundError:
             console.info(f"no attempt log at {single} yet: nothing to summarize")

@@ -548,8 +548,8 @@ def test_retire_after_drops_the_series_of_a_job_gone_quiet(lab: Lab) -> None:
 SHORT_WAIT = """
 import sys
 sys.path.insert(0, sys.argv.pop(1))
-import entrypoints.stats
-entrypoints.stats.UPDATE_WAIT = 0.3
+import adapters.stats_files
+adapters.stats_files.UPDATE_WAIT = 0.3
 from entrypoints.cli import launch
 launch(None)
 """

@@ -1,0 +1,117 @@
+"""The files `stats` keeps for a log (its checkpoint, and the lock of those who update it),
+and what its textfile and checkpoint, written whole and renamed over the file they
+name, must never replace.
+
+Named after the attempt log (`--prometheus ~/.runner/runs.jsonl`, where `--log` was
+meant), a textfile would replace the log, its whole history with it, with nothing
+said; after one of its rotated generations, a part of the history not read yet; after
+the checkpoint or its lock, what keeps the counts and the exports in step.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from adapters.files import make_folders
+from adapters.rotation import named_as_generation
+from domain.errors import LockBusy, StateError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from adapters.lock import FcntlLock
+    from adapters.signals import SignalWatch
+
+UPDATE_WAIT = 120.0
+"""Seconds a stats waits for another one to finish updating the same checkpoint."""
+
+
+def checkpoint_path(log: str, by: str, given: str | None = None) -> str:
+    """Where the checkpoint of `log` for the grouping `by` is kept: `given` (--checkpoint),
+    else beside the log, `.<log's name>.stats-<by>.json`."""
+    if given is not None:
+        return given
+    folder, name = os.path.split(log)
+    return os.path.join(folder, f".{name}.stats-{by}.json")
+
+
+def lock_path(checkpoint: str, log: str) -> str:
+    """The lock that lets one stats at a time update `checkpoint` (of `log`) and export: in
+    the checkpoint's folder, named after the log, one for every grouping."""
+    return os.path.join(os.path.dirname(checkpoint), f".{os.path.basename(log)}.stats.lock")
+
+
+def updating(checkpoint: str, log: str, watch: SignalWatch) -> FcntlLock | None:
+    """The lock, held: so that two stats at once can never export a counter lower than the
+    one before. None where it cannot be made (a folder this user may not write to: no
+    checkpoint there either). Raises StateError when another stats holds it too long."""
+    from adapters.lock import FcntlLock  # noqa: PLC0415 - not for a stream
+
+    if not os.path.isdir(os.path.dirname(checkpoint) or "."):
+        return None
+    guard = FcntlLock(lock_path(checkpoint, log), watch, bare=True)
+    try:
+        guard.acquire(UPDATE_WAIT)
+    except StateError:
+        return None
+    except LockBusy:
+        raise StateError(
+            f"another stats has been updating the checkpoint of {log} for "
+            f"{UPDATE_WAIT:g}s (stopped, or held up by its disk): try again later"
+        ) from None
+    return guard
+
+
+def check_checkpoint(path: str, logs: Sequence[str]) -> None:
+    """--checkpoint FILE: a regular file or nothing yet (its folder made, private, as the home
+    is), and nothing `stats` reads (see `check`). Raises StateError."""
+    check(path, logs, (), "name a file of its own, such as ~/.cache/runner/stats.json")
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        mode = None  # nothing there yet
+    folder = os.path.dirname(path) or "."
+    if mode is None and not os.path.isdir(folder):
+        try:
+            make_folders(folder)
+        except OSError as exc:
+            raise StateError(f"cannot keep {path}: {folder}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise StateError(f"cannot keep {path}: not a regular file (give --checkpoint a file)")
+
+
+def check(path: str, logs: Sequence[str], kept: Sequence[str], hint: str) -> None:
+    """Raise StateError ("cannot write `path`: why (`hint`)") when `path` is one of `logs` (by
+    its name, or another name of the same file), a file `stats` keeps beside one (its
+    checkpoints, its lock: `.runs.jsonl.…`), a file it would take for one of its rotated
+    generations, or one of `kept` (a checkpoint or lock kept elsewhere)."""
+    try:
+        info: os.stat_result | None = os.stat(path)
+    except OSError:
+        info = None
+    there, own = os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)
+    for log in logs:
+        if log != "-":
+            why = _clash(info, there, own, log)
+            if why is not None:
+                raise StateError(f"cannot write {path}: {why} ({hint})")
+    if any(os.path.join(there, own) == os.path.realpath(other) for other in kept):
+        raise StateError(f"cannot write {path}: stats keeps its checkpoint or lock there ({hint})")
+
+
+def _clash(info: os.stat_result | None, there: str, own: str, log: str) -> str | None:
+    try:
+        same = info is not None and os.path.samestat(info, os.stat(log))
+    except OSError:
+        same = False
+    folder, name = os.path.realpath(os.path.dirname(log) or "."), os.path.basename(log)
+    beside = there == folder
+    if same or (beside and own == name):
+        return f"it is the attempt log {log}"
+    if beside and own.startswith(f".{name}."):
+        return f"a name stats keeps for its own files beside {log}"
+    if beside and named_as_generation(name, own):
+        return f"it is named as a rotated generation of {log}, which stats reads"
+    return None
