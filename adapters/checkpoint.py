@@ -57,6 +57,7 @@ class Checkpoint:
         self.by = by
         self.alarm = alarm
         self.path = checkpoint_path(log, by, path)
+        self.given = path is not None
         self.series: list[str] = []
         self.export: dict[str, Any] | None = None
         """The textfile written last: its path, identity, constant labels, and where its
@@ -65,6 +66,10 @@ class Checkpoint:
         """Where this stats' export put each key's lines (None: it exports nothing)."""
         self._written = False
         self._position: dict[str, object] | None = None
+
+    @property
+    def _named(self) -> str:
+        return os.path.abspath(self.log)
 
     def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """The history so far: the checkpoint's, and every whole line written since.
@@ -117,9 +122,8 @@ class Checkpoint:
                 os.close(fd)
         raise StateError(f"{self.log} was rotated again and again while it was read; try later")
 
-    @staticmethod
-    def _position_of(info: os.stat_result, head: str | None) -> dict[str, object]:
-        return {"dev": info.st_dev, "ino": info.st_ino, "head": head}
+    def _position_of(self, info: os.stat_result, head: str | None) -> dict[str, object]:
+        return {"dev": info.st_dev, "ino": info.st_ino, "head": head, "log": self._named}
 
     def save(self, total: LogSummary) -> None:
         """Write the checkpoint atomically; raises OSError when it cannot be.
@@ -187,6 +191,11 @@ class Checkpoint:
             or (same and saved["head"] is None)  # no first line then, or one too long to know
         ):
             return offset  # the same log, also when copied to another disk (a new inode)
+        if self.given and saved.get("log") not in (None, self._named):  # a --checkpoint reused
+            raise StateError(
+                f"{self.path} holds the history of another log, {saved['log']}: "
+                "give each log a --checkpoint of its own"
+            )
         known = saved["head"]
         behind = unread(self.log, known if isinstance(known, str) else None, info)
         if behind is None and saved["head"] is not None:

@@ -105,6 +105,7 @@ class Loaded:
             and _count(position["ino"])
             and _count(position["offset"])
             and (position["head"] is None or type(position["head"]) is str)
+            and type(position.get("log", "")) is str
         ):
             raise ValueError("position")
         if export is not None and not (

@@ -84,6 +84,25 @@ def test_checkpoint_goes_with_one_log_file(lab: Lab) -> None:
         assert b"--checkpoint keeps the history of one log file" in result.stderr
 
 
+def test_one_checkpoint_given_for_two_logs_is_refused(lab: Lab) -> None:
+    """A --checkpoint copied into a second cron line, for another log: that log would be
+    taken for the first one rotated, its runs added to the first one's history at every
+    stats. It is an error, and the checkpoint stays the first log's."""
+    kept = lab.tmp / "stats.json"
+    other = lab.tmp / "other"
+    other.mkdir()
+    lab.run("run", "--", "true")
+    lab.run("run", "--", "true", env={"RUNNER_HOME": str(other)})
+    assert lab.run("stats", "-q", "--checkpoint", str(kept)).returncode == 0
+    before = kept.read_bytes()
+    result = lab.run("stats", "-q", "--log", str(other / "runs.jsonl"), "--checkpoint", str(kept))
+    assert result.returncode == 125
+    assert b"holds the history of another log, " + str(lab.log).encode() in result.stderr
+    assert kept.read_bytes() == before
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q", "--checkpoint", str(kept)).returncode == 0  # its own log
+
+
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A folder of root's that another user can read: the log's, written by root only."""
