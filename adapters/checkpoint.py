@@ -69,7 +69,9 @@ class Checkpoint:
 
     @property
     def _named(self) -> str:
-        return os.path.abspath(self.log)
+        """The log's path, its folder's links resolved (as two cron lines may name it)."""
+        folder, name = os.path.split(self.log)
+        return os.path.join(os.path.realpath(folder or "."), name)
 
     def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """The history so far: the checkpoint's, and every whole line written since.
