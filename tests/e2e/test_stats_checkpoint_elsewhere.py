@@ -103,6 +103,22 @@ def test_one_checkpoint_given_for_two_logs_is_refused(lab: Lab) -> None:
     assert lab.run("stats", "-q", "--checkpoint", str(kept)).returncode == 0  # its own log
 
 
+def test_one_log_named_through_a_linked_folder_is_the_same_log(lab: Lab) -> None:
+    """Two cron lines may name one log through a link to its folder: after a rotation it is
+    still the log the checkpoint holds."""
+    kept = lab.tmp / "stats.json"
+    linked = lab.tmp / "linked"
+    linked.symlink_to(lab.home)
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q", "--checkpoint", str(kept)).returncode == 0
+    lab.log.rename(lab.home / "runs.jsonl.1")
+    lab.run("run", "--", "true")
+    log = str(linked / "runs.jsonl")
+    result = lab.run("stats", "--json", "--log", log, "--checkpoint", str(kept))
+    assert result.returncode == 0, result.stderr
+    assert b'"runs": 2' in result.stdout
+
+
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A folder of root's that another user can read: the log's, written by root only."""
