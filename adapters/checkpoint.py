@@ -18,7 +18,7 @@ from adapters.files import write_atomically
 from adapters.logfile import LogSummary, open_regular, stop_if_ended, summarize, whole_lines_end
 from adapters.rotation import head_at, history, summarize_generation, unread
 from adapters.saved import Untrusted, read_own
-from adapters.stats_files import checkpoint_path
+from adapters.stats_files import checkpoint_path, resolved
 from domain.errors import Damaged, StateError
 from domain.stats import OTHER, Summary
 
@@ -70,8 +70,7 @@ class Checkpoint:
     @property
     def _named(self) -> str:
         """The log's path, its folder's links resolved (as two cron lines may name it)."""
-        folder, name = os.path.split(self.log)
-        return os.path.join(os.path.realpath(folder or "."), name)
+        return os.path.join(*resolved(self.log))
 
     def update(self, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """The history so far: the checkpoint's, and every whole line written since.

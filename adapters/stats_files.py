@@ -28,6 +28,12 @@ UPDATE_WAIT = 120.0
 """Seconds a stats waits for another one to finish updating the same checkpoint."""
 
 
+def resolved(path: str) -> tuple[str, str]:
+    """`path`'s folder with its links resolved, and its name: the file, however it is named."""
+    folder, name = os.path.split(path)
+    return os.path.realpath(folder or "."), name
+
+
 def checkpoint_path(log: str, by: str, given: str | None = None) -> str:
     """Where the checkpoint of `log` for the grouping `by` is kept: `given` (--checkpoint),
     else beside the log, `.<log's name>.stats-<by>.json`."""
@@ -91,13 +97,13 @@ def check(path: str, logs: Sequence[str], kept: Sequence[str], hint: str) -> Non
         info: os.stat_result | None = os.stat(path)
     except OSError:
         info = None
-    there, own = os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)
+    there, own = resolved(path)
     for log in logs:
         if log != "-":
             why = _clash(info, there, own, log)
             if why is not None:
                 raise StateError(f"cannot write {path}: {why} ({hint})")
-    if any(os.path.join(there, own) == os.path.realpath(other) for other in kept):
+    if any(resolved(other) == (there, own) for other in kept):
         raise StateError(f"cannot write {path}: stats keeps its checkpoint or lock there ({hint})")
 
 
@@ -106,7 +112,7 @@ def _clash(info: os.stat_result | None, there: str, own: str, log: str) -> str |
         same = info is not None and os.path.samestat(info, os.stat(log))
     except OSError:
         same = False
-    folder, name = os.path.realpath(os.path.dirname(log) or "."), os.path.basename(log)
+    folder, name = resolved(log)
     beside = there == folder
     if same or (beside and own == name):
         return f"it is the attempt log {log}"
