@@ -241,7 +241,7 @@ def _read_file(path: str) -> bytes:
         if not stat.S_ISREG(status.st_mode) or status.st_size > LARGEST:
             raise ValueError("not a file to read")
         with open(fd, "rb", closefd=False) as handle:
-            return handle.read(LARGEST + 1)
+            return handle.read(status.st_size + 1)  # a buffer of its size, not of LARGEST
     finally:
         os.close(fd)
 

@@ -292,6 +292,6 @@ def read_own(path: str) -> bytes | None:
         if info.st_size > SIZE_MAX:
             raise Untrusted(f"{info.st_size} bytes")
         try:
-            return handle.read(SIZE_MAX + 1)
+            return handle.read(info.st_size + 1)  # a buffer of its size, not of SIZE_MAX
         except OSError as exc:
             raise Untrusted(f"not a checkpoint: {type(exc).__name__}") from None

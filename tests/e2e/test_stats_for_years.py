@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from adapters import saved
 from adapters.packing import packed_counts, unpacked_counts
 from tests.checkpoints import HEADER as PLANTED
-from tests.e2e.conftest import Lab
+from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import ROOT, lock_held_elsewhere
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J"
@@ -574,3 +575,39 @@ def test_a_stats_that_never_lets_go_is_named_once_the_wait_ends(lab: Lab) -> Non
     assert result.stderr.startswith(b"runner: error: another stats has been updating ")
     assert b"run in progress" not in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def _within(lab: Lab, mib: int, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The runner under an address-space limit of `mib` MiB (`ulimit -v`, LimitAS=)."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+    return subprocess.run(
+        [sys.executable, RUNNER, *args],
+        preexec_fn=limited,
+        capture_output=True,
+        env=lab.env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_repeat_needs_about_the_address_space_run_needs(lab: Lab) -> None:
+    """Regression: a repeat read its checkpoint into a buffer of the largest it takes (32 MB),
+    and its modules' file into one of 16 MB, so under an address-space limit `run` started
+    within, the cron line's stats failed: `internal error: MemoryError`. Each is read into
+    a buffer of its own size."""
+    lab.run("run", "--", "true")
+    prom = str(lab.tmp / "runner.prom")
+    assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0  # its checkpoint
+    low, high = 4, 256  # the least MiB `run -- true` starts within
+    while low < high:
+        middle = (low + high) // 2
+        if _within(lab, middle, "run", "--", "true").returncode == 0:
+            high = middle
+        else:
+            low = middle + 1
+    lab.run("run", "--", "true")
+    result = _within(lab, low + 8, "stats", "-q", "--prometheus", prom)
+    assert (result.returncode, result.stderr) == (0, b"")
