@@ -87,6 +87,9 @@ def _main(argv: list[str] | None, home: str | None, wiring: Wiring | None) -> En
     except RunnerError as error:
         console.warn(f"error: {error}" if error.status == ExitStatus.RUNNER_ERROR else str(error))
         return Ending(error.status)
+    except MemoryError:
+        console.warn("error: out of memory (see ulimit -v, or the container's memory limit)")
+        return Ending(ExitStatus.RUNNER_ERROR)
     except Exception as bug:  # the promise is one line and no traceback, for any input
         console.warn(f"internal error: {type(bug).__name__}: {bug}")
         return Ending(ExitStatus.RUNNER_ERROR)

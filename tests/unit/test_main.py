@@ -149,3 +149,23 @@ def test_stats_runs_with_the_cyclic_collector_off_and_puts_it_back(
     assert main(["stats", "--home", str(tmp_path)], wiring=wired()) == 0
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_running_out_of_memory_is_one_line_that_says_so(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    wired: Callable[..., FakeWiring],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Under an address-space limit (`ulimit -v`) a MemoryError said `internal error:
+    MemoryError: `, nothing after it: it says what it is, and where to look."""
+    import entrypoints.stats
+
+    def stats(*args: object) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(entrypoints.stats, "stats", stats)
+    assert main(["stats", "--home", str(tmp_path)], wiring=wired()) == 125
+    assert capsys.readouterr().err == (
+        "runner: error: out of memory (see ulimit -v, or the container's memory limit)\n"
+    )
