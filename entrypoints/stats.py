@@ -33,7 +33,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     by, now = invocation.by, time.time()
     one = len(logs) == 1 and logs != ["-"]
     kept = checkpoint_path(logs[0], by, invocation.checkpoint) if one else None
-    _check_outputs(invocation, logs, kept)  # before a long read, not after it
+    _check_outputs(invocation, logs)  # before a long read, not after it
     since = None if invocation.since is None else now - invocation.since
     guard = None if kept is None else updating(kept, logs[0], watch)
     try:
@@ -41,7 +41,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
             history, checkpoint = _read(logs, by, since, watch), None
             window = None if since is None else history
         else:
-            history, checkpoint = _history(logs, by, watch, console, kept)
+            history, checkpoint = _history(logs, by, watch, console, invocation.checkpoint)
             window = None if since is None else _read(logs, by, since, watch)
         stop_if_ended(watch)
         try:
@@ -66,7 +66,7 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     return ExitStatus.OK
 
 
-def _check_outputs(invocation: Invocation, logs: list[str], kept: str | None) -> None:
+def _check_outputs(invocation: Invocation, logs: list[str]) -> None:
     """The textfile and the checkpoint given: nothing that stats reads or keeps."""
     given = invocation.checkpoint
     if given is not None:
@@ -74,7 +74,7 @@ def _check_outputs(invocation: Invocation, logs: list[str], kept: str | None) ->
     if invocation.prometheus not in (None, "-"):
         from adapters import textfile
 
-        extra = [] if given is None or kept is None else [given, lock_path(given, logs[0])]
+        extra = [] if given is None else [given, lock_path(given, logs[0])]
         textfile.check(invocation.prometheus, logs, extra)
 
 
@@ -172,10 +172,10 @@ def _write_out(
 
 
 def _history(
-    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, kept: str | None
+    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, given: str | None
 ) -> tuple[LogSummary, Checkpoint | None]:
-    """The whole history: from the checkpoint (kept at `kept`) for one log file, else read
-    whole."""
+    """The whole history: from the checkpoint (beside the log, or `given`: --checkpoint) for
+    one log file, else read whole."""
     from adapters.checkpoint import Checkpoint
     from adapters.rotation import is_compressed
 
@@ -185,7 +185,7 @@ def _history(
     if len(logs) == 1:
         try:
             if not (os.path.exists(single) and is_compressed(single)):
-                checkpoint = Checkpoint(single, by, console.warn, kept)
+                checkpoint = Checkpoint(single, by, console.warn, given)
                 return checkpoint.update(watch, console.info), checkpoint
         except FileNotFoundError:
             console.info(f"no attempt log at {single} yet: nothing to summarize")

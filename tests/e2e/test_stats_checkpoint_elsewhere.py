@@ -119,6 +119,21 @@ def test_one_log_named_through_a_linked_folder_is_the_same_log(lab: Lab) -> None
     assert b'"runs": 2' in result.stdout
 
 
+def test_a_home_moved_and_rotated_keeps_the_checkpoint_beside_its_log(lab: Lab) -> None:
+    """Only a --checkpoint is held to the log it was kept for: a home moved to another path
+    (its checkpoint beside the log), then rotated, is read on as before."""
+    lab.run("run", "--", "true")
+    assert lab.run("stats", "-q").returncode == 0
+    moved = lab.tmp / "moved"
+    lab.home.rename(moved)
+    (moved / "runs.jsonl").rename(moved / "runs.jsonl.1")
+    env = {"RUNNER_HOME": str(moved)}
+    lab.run("run", "--", "true", env=env)
+    result = lab.run("stats", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert b'"runs": 2' in result.stdout
+
+
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A folder of root's that another user can read: the log's, written by root only."""
