@@ -15,11 +15,12 @@ import time
 
 from adapters import saved
 from adapters.files import write_atomically
+from adapters.log_reads import why
 from adapters.logfile import LogSummary, open_regular, stop_if_ended, summarize, whole_lines_end
 from adapters.rotation import head_at, history, summarize_generation, unread
-from adapters.saved import Untrusted, read_own
-from adapters.stats_files import checkpoint_path, resolved
+from adapters.stats_files import Untrusted, checkpoint_path, read_own, resolved
 from domain.errors import Damaged, StateError
+from domain.marks import carried
 from domain.stats import OTHER, Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -65,7 +66,8 @@ class Checkpoint:
         self.placed: dict[str, Any] | None = None
         """Where this stats' export put each key's lines (None: it exports nothing)."""
         self._written = False
-        self._position: dict[str, object] | None = None
+        self.position: dict[str, object] | None = None
+        """Where the log was read to, and marks of where times begin in it (domain.marks)."""
 
     @property
     def _named(self) -> str:
@@ -84,7 +86,7 @@ class Checkpoint:
             stop_if_ended(watch)
             return self._read_on(total, watch, warn)
         except _DOUBTFUL as doubt:
-            if self._position is None and not isinstance(doubt, Untrusted):
+            if self.position is None and not isinstance(doubt, Untrusted):
                 raise
             reason = doubt if isinstance(doubt, (Untrusted, Damaged)) else type(doubt).__name__
             return self.afresh(str(reason), watch, warn)
@@ -92,7 +94,7 @@ class Checkpoint:
     def afresh(self, reason: str, watch: SignalWatch, warn: Callable[[str], None]) -> LogSummary:
         """Set the checkpoint aside (one warning) and read the log afresh."""
         self.alarm(f"set the stats checkpoint {self.path} aside ({reason}); reading the log afresh")
-        self.series, self.export, self.placed, self._position = [], None, None, None
+        self.series, self.export, self.placed, self.position = [], None, None, None
         return self._read_on(LogSummary(Summary(), 0, 0), watch, warn)
 
     def _read_on(
@@ -105,7 +107,7 @@ class Checkpoint:
             try:
                 fd = open_regular(self.log)
             except FileNotFoundError:
-                if self._position is None:
+                if self.position is None:
                     raise
                 return total
             try:
@@ -115,7 +117,10 @@ class Checkpoint:
                 part = summarize(fd, self.by, None, watch, start=start, end=end, keep=self.series)
                 if os.fstat(fd).st_size >= end and head_at(fd) == head:
                     total.merge(part)
-                    self._position = {**self._position_of(info, head), "offset": end}
+                    marks = carried(self.position, start, part.summary, total.summary, end)
+                    self.position = {**self._position_of(info, head), "offset": end}
+                    if marks:
+                        self.position["marks"] = marks
                     clock = min(total.summary.newest, time.time())
                     total.summary.drop_open_before(clock - OPEN_MAX_AGE)
                     return total
@@ -134,7 +139,7 @@ class Checkpoint:
         """
         header: dict[str, object] = {
             "by": self.by,
-            "position": self._position,
+            "position": self.position,
             "lines": total.lines,
             "malformed": total.malformed,
             "series": self.series,
@@ -180,9 +185,9 @@ class Checkpoint:
     ) -> int:
         """Where to read the log from. When it was rotated, first every generation not yet
         read to its end goes into `total`, and the position moves to the log's start."""
-        saved = self._position
+        saved = self.position
         if saved is None:
-            self._position = {**self._position_of(info, head), "offset": 0}
+            self.position = {**self._position_of(info, head), "offset": 0}
             self._read_history(info, head, total, watch, warn)
             return 0
         offset = int(str(saved["offset"]))
@@ -208,9 +213,9 @@ class Checkpoint:
             try:
                 total.merge(summarize_generation(path, self.by, watch, offset, self.series))
             except (OSError, EOFError) as exc:
-                raise StateError(f"cannot read {path}: {_why(exc)}") from None
+                raise StateError(f"cannot read {path}: {why(exc)}") from None
             offset = 0
-        self._position = {**self._position_of(info, head), "offset": 0}
+        self.position = {**self._position_of(info, head), "offset": 0}
         return 0
 
     def _read_history(
@@ -229,7 +234,7 @@ class Checkpoint:
             try:
                 total.merge(summarize_generation(path, self.by, watch))
             except (OSError, EOFError) as exc:
-                warn(f"cannot read {path}: {_why(exc)}; the runs in it are not counted")
+                warn(f"cannot read {path}: {why(exc)}; the runs in it are not counted")
 
     def _load(self) -> LogSummary:
         """The saved history, or an empty one when there is none (or of another version).
@@ -237,7 +242,7 @@ class Checkpoint:
         Raises Untrusted for a checkpoint that is not this user's own regular file, is too
         large, or does not hold together.
         """
-        self.series, self.export, self.placed, self._position = [], None, None, None
+        self.series, self.export, self.placed, self.position = [], None, None, None
         raw = read_own(self.path)
         if raw is None:
             return LogSummary(Summary(), 0, 0)
@@ -248,14 +253,8 @@ class Checkpoint:
         if loaded is None:
             return LogSummary(Summary(), 0, 0)
         self.series, self.export = loaded.series, loaded.export
-        self._position = loaded.position
+        self.position = loaded.position
         return LogSummary(loaded.summary, loaded.lines, loaded.malformed)
-
-
-def _why(exc: OSError | EOFError) -> str:
-    if isinstance(exc, EOFError):
-        return "a compressed log cut short"
-    return exc.strerror or str(exc)
 
 
 _DOUBTFUL = (ValueError, KeyError, TypeError, RecursionError, OverflowError)

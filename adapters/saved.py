@@ -8,7 +8,8 @@
     …
 
 Every line is ASCII; the first two are JSON, with numbers in bulk packed in it (see
-adapters.packing): each key's last run as doubles (NaN for none) in `last_runs`, and,
+adapters.packing): each key's last run as doubles (NaN for none) in `last_runs`, the
+position's marks of where times begin in the log (domain.marks) as doubles, and,
 for each family of the textfile, where each place's lines start (and the last one's
 end) as counts (adapters.packing.packed_counts) in `bounds`. Each aggregate's line is as
 adapters.aggregate_line writes it.
@@ -27,12 +28,11 @@ text, by domain.text_buckets).
 
 from __future__ import annotations
 
-import os
-import stat
 from binascii import crc32
 
 from adapters import aggregate_line, cjson
 from adapters.packing import NONE, or_none, packed, packed_counts, unpacked, unpacked_counts
+from domain import marks
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
 from domain.runs import Run
@@ -44,9 +44,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 VERSION = 13
-SIZE_MAX = 32 << 20
-"""Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
-bounded)."""
 
 
 class Kept:
@@ -106,6 +103,7 @@ class Loaded:
             and _count(position["offset"])
             and (position["head"] is None or type(position["head"]) is str)
             and type(position.get("log", "")) is str
+            and marks.valid(position.get("marks", []), int(str(position["offset"])))
         ):
             raise ValueError("position")
         if export is not None and not (
@@ -152,6 +150,9 @@ def read(raw: bytes, by: str) -> Loaded | None:
         times = or_none(unpacked("d", header["last_runs"].encode()))  # AttributeError unless text
         last_runs = list(map(_when, times))
         header["export"] = _unpacked_bounds(header["export"])
+        position = header["position"]
+        if type(position) is dict and "marks" in position:  # AttributeError unless text
+            position["marks"] = unpacked("d", position["marks"].encode())
     else:  # [key, last run] each
         keys, last_runs = [pair[0] for pair in keys], [_when(pair[1]) for pair in keys]
     summary = _kept(keys, last_runs, states)
@@ -211,7 +212,11 @@ def keyed(
     """`header` with its keys, each one's last run, and its export's bounds, packed."""
     times = packed("d", [NONE if at is None else at for at in last_runs]).decode()
     export = _packed_bounds(header.get("export"))
-    return {**header, "keys": keys, "last_runs": times, "export": export}
+    keyed = {**header, "keys": keys, "last_runs": times, "export": export}
+    position = header.get("position")
+    if type(position) is dict and "marks" in position:
+        keyed["position"] = {**position, "marks": packed("d", position["marks"]).decode()}
+    return keyed
 
 
 def _packed_bounds(export: Any) -> Any:
@@ -267,31 +272,3 @@ def _when(value: object) -> float | None:
 
 def _count(value: object) -> bool:
     return type(value) is int and value >= 0
-
-
-class Untrusted(ValueError):
-    """A checkpoint that must not be believed."""
-
-
-def read_own(path: str) -> bytes | None:
-    """The checkpoint's bytes, or None when there is none; Untrusted when it is not this
-    user's own regular file of a sane size (a FIFO, a link to a device, another user's)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise Untrusted(exc.strerror or str(exc)) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Untrusted("not a regular file")
-        if info.st_uid != os.geteuid():
-            raise Untrusted(f"owned by uid {info.st_uid}, not by this user")
-        if info.st_size > SIZE_MAX:
-            raise Untrusted(f"{info.st_size} bytes")
-        try:
-            return handle.read(info.st_size + 1)  # a buffer of its size, not of SIZE_MAX
-        except OSError as exc:
-            raise Untrusted(f"not a checkpoint: {type(exc).__name__}") from None

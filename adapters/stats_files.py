@@ -1,6 +1,6 @@
 """The files `stats` keeps for a log (its checkpoint, and the lock of those who update it),
-and what its textfile and checkpoint, written whole and renamed over the file they
-name, must never replace.
+what its textfile and checkpoint, written whole and renamed over the file they name,
+must never replace, and which checkpoint it may believe (this user's own regular file).
 
 Named after the attempt log (`--prometheus ~/.runner/runs.jsonl`, where `--log` was
 meant), a textfile would replace the log, its whole history with it, with nothing
@@ -121,3 +121,36 @@ def _clash(info: os.stat_result | None, there: str, own: str, log: str) -> str |
     if beside and named_as_generation(name, own):
         return f"it is named as a rotated generation of {log}, which stats reads"
     return None
+
+
+SIZE_MAX = 32 << 20
+"""Bytes: a larger checkpoint is not one this runner wrote (its keys and open runs are
+bounded)."""
+
+
+class Untrusted(ValueError):
+    """A checkpoint that must not be believed."""
+
+
+def read_own(path: str) -> bytes | None:
+    """The checkpoint's bytes, or None when there is none; Untrusted when it is not this
+    user's own regular file of a sane size (a FIFO, a link to a device, another user's)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Untrusted(exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Untrusted("not a regular file")
+        if info.st_uid != os.geteuid():
+            raise Untrusted(f"owned by uid {info.st_uid}, not by this user")
+        if info.st_size > SIZE_MAX:
+            raise Untrusted(f"{info.st_size} bytes")
+        try:
+            return handle.read(info.st_size + 1)  # a buffer of its size, not of SIZE_MAX
+        except OSError as exc:
+            raise Untrusted(f"not a checkpoint: {type(exc).__name__}") from None

@@ -156,10 +156,12 @@ class Summary:
 
     def finished(self) -> dict[str, Aggregate]:
         """Copies of the aggregates with the runs never seen to end (a killed runner) counted
-        as they stand; the summary itself goes on unchanged."""
+        as they stand; the summary itself goes on unchanged. In a window (`since`), a run
+        whose first attempt was not seen began before what was read: it is not counted."""
         groups = {key: aggregate.copy() for key, aggregate in self.by_key.items()}
         for run in self.open.values():
-            self._count(run, groups)
+            if self.since is None or run.first_attempt == 1:
+                self._count(run, groups)
         return groups
 
     def in_progress(self) -> dict[str, int]:

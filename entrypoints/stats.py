@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import time
 
+from adapters.log_reads import read_whole, refuse_unless_regular, unreadable
+from adapters.log_reads import window as window_of
 from adapters.logfile import LogSummary, distinct_files, stop_if_ended
 from adapters.signals import ending
 from adapters.stats_files import check_checkpoint, checkpoint_path, lock_path, updating
-from domain.errors import Damaged, ExitStatus, Interrupted, StateError
+from domain.errors import Damaged, ExitStatus, Interrupted
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -26,7 +28,8 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
 
     One log file is read from where the last `stats` stopped (its checkpoint); several
     logs, gzip-compressed ones and `-` (stdin) are read whole. --since narrows the
-    table and JSON to a window, and adds window gauges to the Prometheus file. Stdin
+    table and JSON to a window (of one log file, read from the checkpoint's latest mark
+    before it: see domain.marks), and adds window gauges to the Prometheus file. Stdin
     can be read only once: with --since, what it yields is the window alone.
     """
     logs = distinct_files(invocation.logs) or [os.path.join(home, "runs.jsonl")]
@@ -38,12 +41,15 @@ def stats(invocation: Invocation, home: str, console: StreamConsole, watch: Sign
     guard = None if kept is None else updating(kept, logs[0], watch)
     try:
         if logs == ["-"]:
-            history, checkpoint = _read(logs, by, since, watch), None
+            history, checkpoint = read_whole(logs, by, since, watch), None
             window = None if since is None else history
         else:
             history, checkpoint = _history(logs, by, watch, console, invocation.checkpoint)
-            window = None if since is None else _read(logs, by, since, watch)
+            position = None if checkpoint is None else checkpoint.position
+            window = None if since is None else window_of(logs, by, since, watch, position)
         stop_if_ended(watch)
+        if window is not None:  # the lines the logs hold, as without --since
+            window.lines, window.malformed = history.lines, history.malformed
         try:
             data = _prepare(invocation, logs, history, checkpoint, window, console, now)
         except Damaged as damage:  # a saved aggregate, read only now: before anything is said
@@ -180,7 +186,7 @@ def _history(
     from adapters.rotation import is_compressed
 
     for path in logs:
-        _refuse_unless_regular(path)
+        refuse_unless_regular(path)
     single = logs[0]
     if len(logs) == 1:
         try:
@@ -191,50 +197,5 @@ def _history(
             console.info(f"no attempt log at {single} yet: nothing to summarize")
             return LogSummary(Summary(), 0, 0), None
         except OSError as exc:
-            raise _unreadable(single, exc) from None
-    return _read(logs, by, None, watch), None
-
-
-def _read(logs: list[str], by: str, since: float | None, watch: SignalWatch) -> LogSummary:
-    """Every log, in the order given, as one: files split across cores, streams in one go."""
-    import sys
-
-    from adapters.logfile import summarize, summarize_stream
-    from adapters.rotation import is_compressed, open_log
-
-    total = LogSummary(Summary(since), 0, 0)
-    for path in logs:
-        try:
-            if path == "-":
-                total.merge(summarize_stream(sys.stdin.buffer, by, since, watch))
-            elif is_compressed(path):
-                with open_log(path) as handle:
-                    total.merge(summarize_stream(handle, by, since, watch))
-            else:
-                total.merge(summarize(path, by, since, watch))
-        except (OSError, EOFError) as exc:
-            raise _unreadable(path, exc) from None
-    return total
-
-
-def _refuse_unless_regular(path: str) -> None:
-    """A log given by name must be a regular file: opening a FIFO would block, deaf to
-    signals, until someone writes to it. `-` reads a stream."""
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return  # said when it is read
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise StateError(f"cannot read {path}: not a regular file (read a stream with --log -)")
-
-
-def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
-    if isinstance(exc, EOFError):
-        return StateError(f"cannot read {path}: a compressed log cut short")
-    if isinstance(exc, IsADirectoryError):
-        return StateError(f"{path} is a folder, not an attempt log")
-    if isinstance(exc, FileNotFoundError):
-        return StateError(f"no attempt log at {path}")
-    return StateError(f"cannot read {path}: {exc.strerror or exc}")
+            raise unreadable(single, exc) from None
+    return read_whole(logs, by, None, watch), None

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters import saved
-from adapters.packing import packed_counts, unpacked_counts
+from adapters.packing import packed, packed_counts, unpacked_counts
 from tests.checkpoints import HEADER as PLANTED
 from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import ROOT, lock_held_elsewhere
@@ -104,6 +104,9 @@ WRONG = [
     ("position", "offset", "abc"),
     ("position", "offset", -5),
     ("position", "head", 7),
+    ("position", "marks", "x"),
+    ("position", "marks", [1.7e9, 10.0]),  # not packed
+    ("position", "marks", packed("d", [1.7e9, 1e9]).decode()),  # past the offset
     (None, "lines", "many"),
     (None, "series", [1, 2]),
     (None, "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),

@@ -73,6 +73,21 @@ def test_since_keeps_runs_that_started_after_it() -> None:
     assert s.finished()["job"].runs == 1
 
 
+def test_a_window_leaves_out_a_run_whose_first_attempt_was_not_read() -> None:
+    """Read from a mark, or from a log rotated mid-run, a window sees a run's later attempts
+    alone: it began before what was read, so before the window. Its attempts in the window
+    still count as attempts."""
+    s = Summary(since=T0 + 5)
+    attempt(s, "began-before", "job", 6, 2, 0, 10, False)
+    attempt(s, "waits", "job", 7, 3, 1, 10, True)
+    attempt(s, "new", "job", 8, 1, 0, 10, False)
+    groups = s.finished()
+    assert (groups["job"].runs, groups["job"].attempt_durations.count) == (1, 3)
+    whole = Summary()
+    attempt(whole, "began-before", "job", 6, 2, 0, 10, False)
+    assert whole.finished()["job"].runs == 1  # the history counts what it has
+
+
 def test_a_run_never_seen_to_end_counts_as_it_stands() -> None:
     """A runner killed mid-run leaves an attempt followed by a wait: counted at the end."""
     s = Summary()
