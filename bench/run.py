@@ -317,6 +317,15 @@ def table(results: dict[str, Any]) -> list[str]:
     from stats import rows as stats_rows
 
     rows += stats_rows(results["stats"])
+    win = results["window"]
+    rows.append(
+        (
+            f"stats -q --prometheus every 5 min, {win['window_lines']:,} lines: "
+            "with --since 1h / without",
+            f"{win['window_marked_ms']:.1f} / {win['window_plain_ms']:.1f} ms",
+            "",
+        )
+    )
     cap = results["capture"]
     rows.append(
         (
@@ -393,6 +402,11 @@ def run_all(quick: bool, scratch: Path) -> dict[str, Any]:
     from stats import bench_stats
 
     results["stats"] = bench_stats(20_000 if quick else 1_000_000, 1 if quick else 5, env, scratch)
+    from window import bench_window
+
+    results["window"] = bench_window(
+        20_000 if quick else 300_000, 1 if quick else 15, env, scratch / "window-home"
+    )
     from capture import bench_capture
 
     results["capture"] = bench_capture(10 * MiB if quick else 2048 * MiB, 2 if quick else 5, env)

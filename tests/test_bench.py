@@ -43,6 +43,7 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
         "contention",
         "state",
         "stats",
+        "window",
         "fleet",
         "sweep",
         "capture",
@@ -51,6 +52,7 @@ def test_quick_benchmark_runs_and_checks_correctness(tmp_path: Path) -> None:
     assert figures["sweep"]["rc"] == 124
     assert figures["stats"]["lines"] == 20_000
     assert figures["stats"]["repeat_commands"] == 10_000
+    assert figures["window"]["window_lines"] > 10_000
     cron = [CRON_PYTHON, "-c", "import sys; sys.exit(sys.version_info < (3, 10))"]
     recipe = os.access(CRON_PYTHON, os.X_OK) and subprocess.run(cron, check=False).returncode == 0
     assert ("cron_repeat_ratio" in figures["stats"]) == recipe  # measured as cron runs it
