@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from adapters.packing import unpacked
+from adapters import saved
+from adapters.packing import packed, unpacked
 from tests.e2e.conftest import Lab
 
 STEP = 600
@@ -137,3 +138,22 @@ def test_a_window_after_a_rotation_is_read_from_the_new_log(lab: Lab) -> None:
         ("job", 1, 0)
     ]
     assert groups(lab)[0]["runs"] == 7  # the history: both logs, the retried run whole
+
+
+def test_a_mark_that_is_not_where_a_line_begins_is_not_read_from(lab: Lab) -> None:
+    """A checkpoint is believed once it is the user's own and whole (its CRC), but a mark
+    in it that does not follow a newline cannot be one stats left: the window is read from
+    the log's start rather than from the middle of a line."""
+    now = time.time() // STEP * STEP
+    lab.log.write_bytes(
+        b"".join(attempt(f"r{n}", "job", now - STEP / 2 - n, 1, 0, False) for n in range(3))
+    )
+    assert lab.run("stats", "-q").returncode == 0
+    path = lab.home / ".runs.jsonl.stats-cmd.json"
+    _, header, *states = path.read_bytes().split(b"\n")
+    fields = json.loads(header)
+    end = float(fields["position"]["offset"])
+    fields["position"]["marks"] = packed("d", [1.0, 5.0, fields["newest"], end]).decode()
+    path.write_bytes(b"".join(saved.sealed(fields, states[:-1])))
+    window = groups(lab, "--since", "1h")
+    assert [(group["cmd"], group["runs"]) for group in window] == [("job", 3)]
