@@ -14,8 +14,8 @@ from adapters.packing import packed, unpacked
 from tests.e2e.conftest import Lab
 
 STEP = 600
-"""Seconds: every start time lies halfway between two multiples of it and every window is
-a multiple of it, so the seconds between two calls move no run across a window's edge."""
+"""Seconds: every start time lies half of it off the test's start, and every window is a
+multiple of it, so a window's edge stays half of it from every run for five minutes."""
 
 
 def attempt(
@@ -71,7 +71,7 @@ def test_a_window_from_the_marks_counts_what_a_whole_read_counts(lab: Lab, seed:
     """After forty `stats` that each read a piece of the log (and each left a mark), every
     window counts what reading the whole log counts: runs that began before it, whose later
     attempts are in it, and attempts written hours after they began included."""
-    now = time.time() // STEP * STEP
+    now = time.time()
     with lab.log.open("ab") as log:
         for piece in history(seed, now):
             log.write(b"".join(piece))
@@ -97,7 +97,7 @@ def marks(lab: Lab) -> list[float]:
 def test_a_window_is_read_from_the_latest_mark_before_it(lab: Lab) -> None:
     """The lines before the mark are not read again: a line there rewritten to start within
     the window (which no runner does) is not counted, where a whole read counts it."""
-    now = time.time() // STEP * STEP
+    now = time.time()
     old = [attempt(f"old{n}", "job", now - 50 * STEP + n, 1, 0, False) for n in range(20)]
     lab.log.write_bytes(b"".join(old))
     assert lab.run("stats", "-q").returncode == 0
@@ -119,7 +119,7 @@ def test_a_window_after_a_rotation_is_read_from_the_new_log(lab: Lab) -> None:
     """The marks are of one file: once the log is rotated they start again, and a window is
     the new log's. A run whose first attempt is in the rotated log began before the window
     (which is the new log's) and is not in it: before, its second attempt counted it."""
-    now = time.time() // STEP * STEP
+    now = time.time()
     lab.log.write_bytes(
         b"".join(attempt(f"r{n}", "job", now - 30 * STEP + n, 1, 0, False) for n in range(5))
         + attempt("straddles", "job", now - 7 * STEP, 1, 1, True)
@@ -144,7 +144,7 @@ def test_a_mark_that_is_not_where_a_line_begins_is_not_read_from(lab: Lab) -> No
     """A checkpoint is believed once it is the user's own and whole (its CRC), but a mark
     in it that does not follow a newline cannot be one stats left: the window is read from
     the log's start rather than from the middle of a line."""
-    now = time.time() // STEP * STEP
+    now = time.time()
     lab.log.write_bytes(
         b"".join(attempt(f"r{n}", "job", now - STEP / 2 - n, 1, 0, False) for n in range(3))
     )
