@@ -117,7 +117,8 @@ class Checkpoint:
                 part = summarize(fd, self.by, None, watch, start=start, end=end, keep=self.series)
                 if os.fstat(fd).st_size >= end and head_at(fd) == head:
                     total.merge(part)
-                    marks = carried(self.position, start, part.summary, total.summary, end)
+                    read, ever = part.summary.newest, total.summary.newest
+                    marks = carried(self.position, start, read, ever, end)
                     self.position = {**self._position_of(info, head), "offset": end}
                     if marks:
                         self.position["marks"] = marks

@@ -212,11 +212,11 @@ def keyed(
     """`header` with its keys, each one's last run, and its export's bounds, packed."""
     times = packed("d", [NONE if at is None else at for at in last_runs]).decode()
     export = _packed_bounds(header.get("export"))
-    keyed = {**header, "keys": keys, "last_runs": times, "export": export}
+    made = {**header, "keys": keys, "last_runs": times, "export": export}
     position = header.get("position")
     if type(position) is dict and "marks" in position:
-        keyed["position"] = {**position, "marks": packed("d", position["marks"]).decode()}
-    return keyed
+        made["position"] = {**position, "marks": packed("d", position["marks"]).decode()}
+    return made
 
 
 def _packed_bounds(export: Any) -> Any:

@@ -16,10 +16,6 @@ them, doubles all; an offset is a whole number).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
-if TYPE_CHECKING:
-    from domain.stats import Summary
-
 SPACING = 8
 """A window of w seconds is read from a mark at most w / SPACING seconds before it."""
 MOST = 1000
@@ -29,16 +25,16 @@ THIN_EVERY = 16
 
 
 def carried(
-    position: dict[str, object] | None, start: int, read: Summary, ever: Summary, end: int
+    position: dict[str, object] | None, start: int, read: float, ever: float, end: int
 ) -> list[float]:
     """The marks of a log read on from `start` to `end`: the position's, and one at `end`.
-    Its lines started by the last mark's time (if it is at `start`) or the latest of those
-    `read` now; without a mark at `start`, by the latest `ever` counted (the lines before
-    `start` were not read now)."""
+    Its lines started by the last mark's time (if it is at `start`) or `read`, the latest
+    start among those read now; without a mark at `start`, by `ever`, the latest among all
+    counted (the lines before `start` were not read now)."""
     marks = position.get("marks") if start and position else None
     if type(marks) is list and marks and marks[-1] == start:
-        return added(marks, read.newest, end)
-    return added([], ever.newest if start else read.newest, end)
+        return added(marks, read, end)
+    return added([], ever if start else read, end)
 
 
 def added(marks: list[float], started: float, offset: int) -> list[float]:

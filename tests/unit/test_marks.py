@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from domain.marks import MOST, SPACING, added, start, thinned, valid
+from domain.marks import MOST, SPACING, added, carried, start, thinned, valid
 
 
 def test_a_mark_is_added_only_where_the_log_grew() -> None:
@@ -24,6 +24,23 @@ def test_a_mark_carries_the_latest_start_before_it() -> None:
     assert start(marks, 40.0) == 0
     assert start(marks, 50.0) == 0
     assert start(marks, 50.5) == 180
+
+
+def test_reading_on_carries_the_marks_only_from_where_they_end() -> None:
+    """From the start of a log (first read, or rotated), a mark says when the lines read
+    started; read on from the last mark, it says that or the last mark's time; read on
+    from where no mark is (a checkpoint kept before marks were), the latest of all lines
+    counted, since those before were not read now."""
+    assert carried(None, 0, 50.0, 90.0, 100) == [50.0, 100.0]
+    position: dict[str, object] = {"offset": 100, "marks": [50.0, 100.0]}
+    assert carried(position, 100, 70.0, 90.0, 160) == [50.0, 100.0, 70.0, 160.0]
+    assert carried(position, 100, 20.0, 90.0, 160) == [50.0, 100.0, 50.0, 160.0]
+    assert carried({"offset": 100}, 100, 20.0, 90.0, 160) == [90.0, 160.0]
+    assert carried({"offset": 120, "marks": [50.0, 100.0]}, 120, 20.0, 90.0, 160) == [
+        90.0,
+        160.0,
+    ]
+    assert carried(position, 0, 20.0, 90.0, 40) == [20.0, 40.0]  # rotated: a new file
 
 
 def test_a_window_starts_at_the_latest_mark_strictly_before_it() -> None:
