@@ -17,6 +17,7 @@ from adapters import saved
 from adapters.files import write_atomically
 from adapters.log_reads import why
 from adapters.logfile import LogSummary, open_regular, stop_if_ended, summarize, whole_lines_end
+from adapters.open_runs import packed_runs
 from adapters.rotation import head_at, history, summarize_generation, unread
 from adapters.stats_files import Untrusted, checkpoint_path, read_own, resolved
 from domain.errors import Damaged, StateError
@@ -145,7 +146,7 @@ class Checkpoint:
             "malformed": total.malformed,
             "series": self.series,
             "newest": total.summary.newest,
-            "open": {run_id: run.state() for run_id, run in total.summary.open.items()},
+            "open": packed_runs(total.summary.open),
         }
         header["export"] = self._export_of(total.summary)
         data = saved.write(header, total.summary)

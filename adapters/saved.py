@@ -1,6 +1,6 @@
 """The checkpoint's file: a header, then each command's aggregate on a line of its own.
 
-    {"version": 13, "crc": …}
+    {"version": 14, "crc": …}
     {"by": …, "position": …, "series": …, "open": …, "keys": [key, …], "last_runs": …,
      "export": {"path": …, "dev": …, "ino": …, "size": …, "mtime_ns": …, "labels": …,
                 "lines": {"keys": {key: place, …}, "bounds": [offsets, …]}} or null, …}
@@ -9,10 +9,10 @@
 
 Every line is ASCII; the first two are JSON, with numbers in bulk packed in it (see
 adapters.packing): each key's last run as doubles (NaN for none) in `last_runs`, the
-position's marks of where times begin in the log (domain.marks) as doubles, and,
-for each family of the textfile, where each place's lines start (and the last one's
-end) as counts (adapters.packing.packed_counts) in `bounds`. Each aggregate's line is as
-adapters.aggregate_line writes it.
+position's marks of where times begin in the log (domain.marks) as doubles, the open
+runs by column (adapters.open_runs), and, for each family of the textfile, where each
+place's lines start (and the last one's end) as counts (adapters.packing.packed_counts)
+in `bounds`. Each aggregate's line is as adapters.aggregate_line writes it.
 An aggregate is decoded only when something is added to it, or shown, and written back
 as it was read while it is unchanged; `export` says where the textfile written last
 holds each unchanged key's lines (its place among the series, and where each place's
@@ -20,10 +20,10 @@ lines start in each family), so that they are copied rather than rendered again 
 entrypoints.prometheus). A `stats` that reads a few new lines so decodes, renders and
 encodes only the keys they touch, whatever the number of commands in the history. The
 first line holds the CRC-32 of all the others: a file damaged in any byte is known at
-once. Nothing in it is code to run. A checkpoint of version 8 (0.6) to 11 is carried
+once. Nothing in it is code to run. A checkpoint of version 8 (0.6) to 13 is carried
 over: an aggregate's line that is a JSON object, its fine buckets in it or after a tab
 each (version 11), is read as before (the fine buckets of versions 8 and 9, saved as
-text, by domain.text_buckets).
+text, by domain.text_buckets); open runs as an array each (up to 13).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from __future__ import annotations
 from binascii import crc32
 
 from adapters import aggregate_line, cjson
+from adapters.open_runs import runs_of, writable
 from adapters.packing import NONE, or_none, packed, packed_counts, unpacked, unpacked_counts
 from domain import marks
 from domain.aggregate import Aggregate
 from domain.errors import Damaged
-from domain.runs import Run
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-VERSION = 13
+VERSION = 14
 
 
 class Kept:
@@ -130,9 +130,11 @@ def read(raw: bytes, by: str) -> Loaded | None:
     if first.get("version") == 7:  # one JSON document (0.5): read whole, once
         if first["by"] != by:
             return None
-        return Loaded(first, Summary.from_state(first["summary"]))
+        summary = Summary.from_state(first["summary"])
+        writable(summary.open)
+        return Loaded(first, summary)
     version = first.get("version")
-    if version not in (8, 9, 10, 11, VERSION):
+    if version not in (8, 9, 10, 11, 13, VERSION):
         return None
     if crc32(memoryview(raw)[end + 1 :]) != first.get("crc"):
         raise ValueError("its CRC does not match")
@@ -146,7 +148,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
     states = _lines(raw, second + 1, len(keys)) if type(keys) is list and second > 0 else None
     if states is None:
         raise ValueError("keys")
-    if version == VERSION:
+    if version >= 13:
         times = or_none(unpacked("d", header["last_runs"].encode()))  # AttributeError unless text
         last_runs = list(map(_when, times))
         header["export"] = _unpacked_bounds(header["export"])
@@ -156,8 +158,7 @@ def read(raw: bytes, by: str) -> Loaded | None:
     else:  # [key, last run] each
         keys, last_runs = [pair[0] for pair in keys], [_when(pair[1]) for pair in keys]
     summary = _kept(keys, last_runs, states)
-    runs: dict[str, list[Any]] = header["open"]
-    summary.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
+    summary.open = runs_of(header["open"], by_column=version == VERSION)
     summary.newest = float(header["newest"])
     if version == 8:  # its export says where lines are in another form: all rendered anew once
         header["export"] = None

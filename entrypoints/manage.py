@@ -82,6 +82,7 @@ STATS_MODULES = (
     "adapters.textfile",
     "adapters.lock",
     "adapters.packing",
+    "adapters.open_runs",
     "adapters.aggregate_line",
     "adapters.saved",
     "adapters.checkpoint",

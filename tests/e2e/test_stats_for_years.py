@@ -110,6 +110,7 @@ WRONG = [
     (None, "lines", "many"),
     (None, "series", [1, 2]),
     (None, "open", {"r": ["k", "t", 1, 1, 0, 0, False]}),
+    (None, "open", {"ids": ["r"], "keys": [], "key": "", "first": "", "last_end": "", "small": ""}),
     (None, "newest", float("nan")),
     (None, "keys", "x"),
     (None, "keys", [["true", None], ["true", None]]),
