@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from itertools import chain
 
-from adapters.packing import NONE, or_none, packed, packed_counts, unpacked, unpacked_counts
+from adapters.packing import (
+    NONE,
+    log_times,
+    or_none,
+    packed,
+    packed_counts,
+    unpacked,
+    unpacked_counts,
+)
 from domain.aggregate import RECENT, Aggregate, is_moment
 from domain.buckets import LE_SECONDS
 from domain.histogram import Histogram
@@ -144,8 +152,7 @@ def _code(value: float | None) -> int | None:
 
 def _recent(packed: bytes) -> list[tuple[float, str]]:
     """The recent runs `line` packed: only what it writes (canonical base64, a time of a
-    log's range for each outcome, at most RECENT). The times are checked by three C-level
-    passes: their least and greatest, and their sum, which is NaN if any is."""
+    log's range for each outcome, at most RECENT)."""
     text, colon, marks = packed.partition(b":")
     times = unpacked("d", text)
     outcomes = [_BY_MARK[mark] for mark in marks]
@@ -153,9 +160,7 @@ def _recent(packed: bytes) -> list[tuple[float, str]]:
         colon
         and len(times) == len(outcomes) <= RECENT
         and None not in outcomes
-        and min(times, default=0.0) > -1e15
-        and max(times, default=0.0) < 1e15
-        and sum(times) * 0 == 0  # false if any is NaN
+        and log_times(times)
     ):
         raise ValueError("recent runs")
     return list(zip(times, outcomes, strict=True))  # type: ignore[arg-type] # none is None

@@ -15,7 +15,7 @@ counts — 58 ms and 453 ms (`run -- true`: about 40 ms).
 
 from __future__ import annotations
 
-from adapters.packing import packed, packed_counts, unpacked, unpacked_counts
+from adapters.packing import log_times, packed, packed_counts, unpacked, unpacked_counts
 from domain.outcomes import OUTCOMES
 from domain.runs import Run
 
@@ -70,9 +70,7 @@ def unpacked_runs(state: Any) -> dict[str, Run]:
         raise ValueError("open runs: columns")
     if len(small) % SMALL or len(set(ids)) != count or max(key, default=-1) >= len(keys):
         raise ValueError("open runs: ids or keys")
-    times = first + last_end
-    total = sum(times)  # NaN if any is
-    if times and not (total == total and min(times) > -1e15 and max(times) < 1e15):  # noqa: PLR0124
+    if not log_times(first + last_end):
         raise ValueError("open runs: times")
     if min(small[0::SMALL], default=1) < 1 or max(small[3::SMALL], default=0) > 1:
         raise ValueError("open runs: attempts")

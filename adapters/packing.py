@@ -34,6 +34,15 @@ def unpacked(code: str, text: bytes) -> list[Any]:
     return decoded(code, text).tolist()
 
 
+def log_times(times: list[float]) -> bool:
+    """Whether each of `times` (doubles as `unpacked` read them) is a time a log can give:
+    within 1e15 seconds of the epoch, none NaN. Three C-level passes: the least, the
+    greatest, and the sum, which is NaN if any is."""
+    return (
+        min(times, default=0.0) > -1e15 and max(times, default=0.0) < 1e15 and sum(times) * 0 == 0
+    )
+
+
 _CODE_OF = {code.encode(): code for code in CODES}
 
 
