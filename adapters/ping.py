@@ -6,7 +6,9 @@ as a UUID (`f1218cb4-09dc-6bb8-0000-000000000000` for the log's `f1218cb409dc6bb
 so the service pairs start and end and measures the run. A query the URL has (a slug
 URL's `?create=1`) stays the query, `rid` added to it. With --output-on-failure the
 end ping carries the last 10 KB of the output as its body. Every ping has a short
-timeout and a few tries; all of a run's pings together add at most BUDGET seconds.
+timeout and a few tries; the pings' own time is counted, never the command's: all of a
+run's pings together add at most BUDGET seconds, the start ping at most half of it, so
+the end ping is always tried, however long the run took.
 A ping that fails is one warning (the URL is a secret: its UUID is the credential,
 so it is never shown) and `ping_failed` on the attempt's log line; the exit code
 never changes.
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from domain.ports import AttemptSink
 
 BUDGET = 10.0
-"""Seconds all the pings of one run may add to it."""
+"""Seconds all the pings of one run may add to it, counted while they are sent."""
+START_SHARE = 0.5
+"""The part of BUDGET the start ping may take."""
 TRY_TIMEOUT = 5.0
 """Seconds one try may take."""
 TRIES = 3
@@ -67,23 +71,36 @@ class Pinger:
         other `rid` with a 400): the log's 16 hex digits, then zeros."""
         self.warn = warn
         self.watch = watch
-        self.deadline = time.monotonic() + BUDGET
+        self.spent = 0.0
+        """Seconds the pings sent so far took."""
+        self.deadline = 0.0
+        """When the ping being sent must give up (time.monotonic())."""
         self.finished = False
 
     def start(self) -> bool:
         """Say the run started; False when the ping failed."""
-        return self._ping("/start", b"")
+        return self._ping("/start", b"", BUDGET * START_SHARE)
 
     def finish(self, rc: int, body: bytes = b"") -> bool:
         """Say how the run ended (once); False when the ping failed."""
         if self.finished:
             return True
         self.finished = True
+        allowed = BUDGET - self.spent
         if self.watch.ended is not None:
-            self.deadline = min(self.deadline, time.monotonic() + END_AFTER_SIGNAL)
-        return self._ping("" if rc == 0 else f"/{min(rc, 255)}", body)
+            allowed = min(allowed, END_AFTER_SIGNAL)
+        return self._ping("" if rc == 0 else f"/{min(rc, 255)}", body, allowed)
 
-    def _ping(self, suffix: str, body: bytes) -> bool:
+    def _ping(self, suffix: str, body: bytes, allowed: float) -> bool:
+        """Send one ping within `allowed` seconds, its tries and pauses included."""
+        begun = time.monotonic()
+        self.deadline = begun + max(0.0, allowed)
+        try:
+            return self._tries(suffix, body)
+        finally:
+            self.spent += time.monotonic() - begun
+
+    def _tries(self, suffix: str, body: bytes) -> bool:
         import urllib.request  # noqa: PLC0415 - only with --ping
 
         request = urllib.request.Request(
@@ -139,9 +156,8 @@ class Pinger:
         sender = threading.Thread(target=send, daemon=True)
         sender.start()
         try:
-            if not self._pause(timeout + 1.0, done_read):
+            if not self._pause(timeout, done_read):
                 return None
-            sender.join(1.0)
             return found[0] if found else TimeoutError("timed out")
         finally:
             os.close(done_read)

@@ -75,7 +75,11 @@ class Service(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.pings.append((self.path, body))
         self.authorizations.append(self.headers.get("Authorization"))
-        if self.behaviour == "hang" or (self.behaviour == "hang-end" and "/start" not in self.path):
+        start = "/start" in self.path
+        if self.behaviour == "hang" or (self.behaviour, start) in (
+            ("hang-end", False),
+            ("hang-start", True),
+        ):
             time.sleep(30)
             return
         rids = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("rid", [])
@@ -187,6 +191,34 @@ def test_a_ping_that_fails_is_a_warning_and_never_changes_the_exit_code(
     assert json.loads(lab.log.read_text())["ping_failed"] is True
     if behaviour == "fail":
         assert len(Service.pings) == 6  # three tries each for start and the end
+
+
+def test_a_run_longer_than_the_ping_budget_still_sends_its_end_ping(lab: Lab, service: str) -> None:
+    """Regression: every ping of a run shared one 10 s budget counted from the runner's
+    start, so a run of more than 10 s sent `/start` and then "ping success failed (no time
+    left)": Healthchecks marked a healthy nightly job down. The pings count their own time."""
+    result = lab.run("run", "--ping", service, "--", "sleep", "12", timeout=60)
+    assert (result.returncode, result.stderr) == (0, b"")
+    paths = [urllib.parse.urlsplit(path).path for path, _ in Service.pings]
+    assert paths == [f"/{SECRET}/start", f"/{SECRET}"]
+    assert "ping_failed" not in json.loads(lab.log.read_text())
+
+
+def test_a_start_ping_that_hangs_leaves_the_end_ping_its_time(lab: Lab, service: str) -> None:
+    """A service frozen during the start ping takes at most half the budget: the end ping is
+    still sent, and the run is longer by at most the budget."""
+    Service.behaviour = "hang-start"
+    begun = time.monotonic()
+    result = lab.run("run", "--ping", service, "--", "true", timeout=60)
+    assert time.monotonic() - begun < 10 + 3
+    assert result.returncode == 0
+    assert result.stderr.decode().splitlines() == [
+        "runner: ping start failed (timed out); the run goes on"
+    ]
+    paths = [urllib.parse.urlsplit(path).path for path, _ in Service.pings]
+    assert paths[-1] == f"/{SECRET}"
+    assert paths[:-1]
+    assert set(paths[:-1]) == {f"/{SECRET}/start"}
 
 
 def test_a_signal_abandons_a_hanging_start_ping_and_ends_the_run_at_once(
