@@ -16,7 +16,17 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from adapters.process import PosixProcessRunner
+    from adapters.signals import SignalWatch
+
+    class Settings(Protocol):
+        """What a child is started with (adapters.process.PosixProcessRunner's options)."""
+
+        subreaper: bool
+        watch: SignalWatch
+        guard: Guard | None
+        stop_signal: int
+        preserve_status: bool
+        foreground: bool
 
     class Guard(Protocol):
         """A lock that can be lost while its command runs (PostgreSQL's)."""
@@ -49,7 +59,7 @@ class Child:
     def __init__(
         self,
         pid: int,
-        runner: PosixProcessRunner,
+        runner: Settings,
         timeout: float,
         kill_after: float,
         before: frozenset[int],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from domain.errors import holder_line
+from domain.words import holder_line
 
 HOLDER_MAX = 4096
 """Bytes of a lock file read for the holder's record."""

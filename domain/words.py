@@ -105,7 +105,7 @@ def _unprintable(char: str) -> bool:
     return (
         code < 0x20
         or 0x7F <= code < 0xA0
-        or 0xDC80 <= code <= 0xDCFF
+        or 0xD800 <= code <= 0xDFFF  # a byte that was not UTF-8, or a lone surrogate
         or (code >= 0x61C and char in _INVISIBLE)
     )
 
@@ -119,3 +119,12 @@ def _c_escape(char: str) -> str:
     if _unprintable(char):
         return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
     return char
+
+
+def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
+    """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`.
+    `what` and `host` are the holder's word, which anyone who can open the lock can write:
+    shown with what could act on a terminal escaped."""
+    from domain.durations import human  # noqa: PLC0415 - only a busy lock says it
+
+    return f"{visible(what)} on {visible(host)} (pid {pid}) for {human(max(0.0, seconds))}"

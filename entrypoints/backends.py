@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from domain.words import shell_words
-from entrypoints.wiring import SCRUBBED
+from entrypoints.environ import scrubbed_environ
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -50,24 +50,6 @@ class Backend:
     def close(self) -> None:
         if self.tables is not None:
             self.tables.session.close()
-
-
-def scrubbed_environ(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment a command may see: RUNNER_STATE_URL without any form of password
-    (left out whole when it is no state URL at all), no RUNNER_PING_URL (a credential, and
-    a runner the command starts for a step of its own must not ping the job's check), and
-    no RUNNER_JOB_NAME (nor log that step's runs under the job's name)."""
-    given = {name: value for name, value in environ.items() if name not in SCRUBBED}
-    url = environ.get("RUNNER_STATE_URL")
-    if url is not None:
-        from adapters.postgres.url import StateUrl
-        from domain.errors import UsageError
-
-        try:
-            given["RUNNER_STATE_URL"] = StateUrl(url).shown
-        except UsageError:
-            pass
-    return given
 
 
 def open_backend(invocation: Invocation, home: str, watch: SignalWatch) -> Backend:

@@ -9,8 +9,8 @@ import time
 from adapters.lockinfo import held_locks
 from adapters.postgres import sql
 from adapters.postgres.session import QueryError
-from domain.errors import ExitStatus, StateError, UsageError, holder_line
-from domain.words import visible
+from domain.errors import ExitStatus, StateError, UsageError
+from domain.words import holder_line, visible
 from entrypoints.backends import pg_tables
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up

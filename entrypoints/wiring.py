@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from entrypoints.environ import SCRUBBED
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -19,10 +21,6 @@ if TYPE_CHECKING:
     from domain.ports import AttemptSink, Clock, ProcessRunner
     from entrypoints.backends import Backend
     from entrypoints.invocation import Invocation
-
-
-SCRUBBED = ("RUNNER_STATE_URL", "RUNNER_PING_URL", "RUNNER_JOB_NAME")
-"""What the command is not given as the runner got it (see backends.scrubbed_environ)."""
 
 
 class Wiring:
@@ -52,7 +50,7 @@ class Wiring:
 
         environ = os.environ if backend is None else backend.environ
         if any(name in environ for name in SCRUBBED):
-            from entrypoints.backends import scrubbed_environ
+            from entrypoints.environ import scrubbed_environ
 
             environ = scrubbed_environ(environ)
         return PosixProcessRunner(

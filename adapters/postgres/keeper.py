@@ -17,14 +17,22 @@ from domain.lease import keep
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from adapters.postgres.lock import PgLock
+    from typing import Protocol
+
     from adapters.postgres.session import Session
+
+    class Leased(Protocol):
+        """The lock whose lease is kept (adapters.postgres.lock.PgLock)."""
+
+        lease: float
+
+        def renew(self, session: Session, within: float) -> bool: ...
 
 
 class LeaseKeeper:
     """Renews `lock`'s lease through `session` every lease/3 until stopped or lost."""
 
-    def __init__(self, lock: PgLock, session: Session) -> None:
+    def __init__(self, lock: Leased, session: Session) -> None:
         self.lock = lock
         self.session = session
         self.lost: str | None = None

@@ -14,7 +14,8 @@ import os
 import time
 
 from adapters.postgres import sql
-from domain.errors import Interrupted, LockBusy, StateError, holder_line
+from domain.errors import Interrupted, LockBusy, StateError
+from domain.words import holder_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
