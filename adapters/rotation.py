@@ -9,17 +9,13 @@ no two generations share one.
 
 from __future__ import annotations
 
-import io
 import os
 from binascii import crc32
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection
+    from collections.abc import Callable
     from typing import BinaryIO
-
-    from adapters.logfile import LogSummary
-    from adapters.signals import SignalWatch
 
 HEAD_MAX = 1 << 16
 """Bytes of the first line that identify a log."""
@@ -53,20 +49,6 @@ def open_log(path: str) -> BinaryIO:
     import importlib  # noqa: PLC0415 - only for a compressed log
 
     return _Guarded(importlib.import_module(module).open(path, "rb"))  # type: ignore[return-value]
-
-
-def summarize_generation(
-    path: str, by: str, watch: SignalWatch, skip: int = 0, keep: Collection[str] = ()
-) -> LogSummary:
-    """A rotated generation after `skip` bytes: a plain one split across cores as the log is,
-    a compressed one as a stream (`keep`: see logfile.summarize). Raises OSError, or
-    EOFError when it is cut short."""
-    from adapters.logfile import summarize, summarize_stream  # noqa: PLC0415 - the reader's
-
-    with open_log(path) as handle:
-        if isinstance(handle, io.BufferedReader):
-            return summarize(handle.fileno(), by, None, watch, start=skip, keep=keep)
-        return summarize_stream(handle, by, None, watch, skip=skip, keep=keep)
 
 
 def is_compressed(path: str) -> bool:
@@ -135,35 +117,17 @@ def _head(block: bytes) -> str | None:
     return f"{len(first)}:{crc32(first):08x}"
 
 
-def unread(log: str, head: str | None, current: os.stat_result) -> list[str] | None:
-    """The generation whose first line is `head`, then every newer one, oldest first; None
-    when none has that first line (it was deleted, or the log never had a whole line)."""
-    if head is None:
-        return None
-    found = _by_head(generations(log, current))
-    heads = [first for _, first in found]
-    if head not in heads:
-        return None
-    return [path for path, _ in found[heads.index(head) :]]
-
-
-def history(log: str, head: str | None, current: os.stat_result) -> list[str]:
-    """Every generation beside `log` that begins with a whole line (or 64 KB of one), oldest
-    first, except a copy of the log itself (whose first line is `head`)."""
-    found = _by_head(generations(log, current))
-    return [path for path, first in found if first is not None and first != head]
-
-
-def _by_head(paths: list[str]) -> list[tuple[str, str | None]]:
-    """`paths` (oldest first) with their first lines, one file for each first line: a copy
-    of a generation made by hand (`runs.jsonl-old`) shares its first line and would be
-    counted twice; the last in order is kept, the one logrotate moves along."""
+def known_generations(log: str, current: os.stat_result) -> list[tuple[str, str]]:
+    """The generations beside `log` (see `generations`), oldest first, with their first lines,
+    one file for each first line: a copy of a generation made by hand (`runs.jsonl-old`)
+    shares its first line and would be counted twice; the last in order is kept, the one
+    logrotate moves along. One with no whole first line yet is left out."""
     found: dict[str | None, str] = {}
-    for path in paths:
+    for path in generations(log, current):
         first = head_of(path)
         found.pop(first, None)
         found[first] = path
-    return [(path, first) for first, path in found.items()]
+    return [(path, first) for first, path in found.items() if first is not None]
 
 
 def generations(log: str, current: os.stat_result) -> list[str]:

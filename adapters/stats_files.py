@@ -1,6 +1,7 @@
-"""The files `stats` keeps for a log (its checkpoint, and the lock of those who update it),
-what its textfile and checkpoint, written whole and renamed over the file they name,
-must never replace, and which checkpoint it may believe (this user's own regular file).
+"""The files `stats` reads and keeps: the logs it opens (regular files, each once), the
+checkpoint and the lock of those who update it, what its textfile and checkpoint,
+written whole and renamed over the file they name, must never replace, and which
+checkpoint it may believe (this user's own regular file).
 
 Named after the attempt log (`--prometheus ~/.runner/runs.jsonl`, where `--log` was
 meant), a textfile would replace the log, its whole history with it, with nothing
@@ -10,6 +11,7 @@ the checkpoint or its lock, what keeps the counts and the exports in step.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -26,6 +28,34 @@ if TYPE_CHECKING:
 
 UPDATE_WAIT = 120.0
 """Seconds a stats waits for another one to finish updating the same checkpoint."""
+
+
+def open_regular(path: str) -> int:
+    """A descriptor on the log at `path`, opened without blocking (a FIFO in its place never
+    blocks) and checked on the descriptor to be a regular file; raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (read a stream with --log -)")
+    return fd
+
+
+def distinct_files(paths: list[str]) -> list[str]:
+    """`paths`, each file once: one named twice, or through a hard link (a glob that finds
+    both), would have its runs counted twice. `-` (stdin) is kept as it is."""
+    seen: set[tuple[int, int]] = set()
+    kept = []
+    for path in paths:
+        try:
+            info = None if path == "-" else os.stat(path)
+        except OSError:
+            info = None  # said when it is read
+        if info is not None:
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+        kept.append(path)
+    return kept
 
 
 def resolved(path: str) -> tuple[str, str]:
@@ -141,7 +171,7 @@ def read_own(path: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise Untrusted(exc.strerror or str(exc)) from None
+        raise Untrusted(exc.strerror or str(exc)) from None  # a link: ELOOP
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -149,8 +179,8 @@ def read_own(path: str) -> bytes | None:
         if info.st_uid != os.geteuid():
             raise Untrusted(f"owned by uid {info.st_uid}, not by this user")
         if info.st_size > SIZE_MAX:
-            raise Untrusted(f"{info.st_size} bytes")
+            raise Untrusted(f"{info.st_size} bytes, more than stats ever writes")
         try:
             return handle.read(info.st_size + 1)  # a buffer of its size, not of SIZE_MAX
         except OSError as exc:
-            raise Untrusted(f"not a checkpoint: {type(exc).__name__}") from None
+            raise Untrusted(f"it cannot be read: {exc.strerror or exc}") from None

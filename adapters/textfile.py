@@ -1,11 +1,4 @@
-"""The Prometheus textfile: written whole, and read back only while it is as it was written.
-
-A `stats` that exports again copies the lines of every command with no new run from
-the textfile it wrote last time, rather than render them anew. It trusts that file
-only while it is this user's own regular file with the device, inode, size and
-modification time it had when it was written (a file replaced or edited since is
-not read: every series is then rendered anew).
-"""
+"""The Prometheus textfile: checked before the log is read, written whole and renamed."""
 
 from __future__ import annotations
 
@@ -19,8 +12,6 @@ from domain.errors import StateError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-IDENTITY = ("dev", "ino", "size", "mtime_ns")
 
 
 def check(path: str, logs: Sequence[str] = (), kept: Sequence[str] = ()) -> None:
@@ -54,13 +45,12 @@ def check(path: str, logs: Sequence[str] = (), kept: Sequence[str] = ()) -> None
         )
 
 
-def write(path: str, data: bytes | list[bytes | memoryview]) -> dict[str, object]:
-    """Write the textfile whole, from its bytes or its pieces (written again every time, so
-    no fsync); its identity.
+def write(path: str, data: bytes, mode: int) -> None:
+    """Write the textfile whole (written again every time, so no fsync), with `mode`.
     Raises StateError when it cannot be, or when `path` is not a file to replace (check)."""
     check(path)
     try:
-        written = write_atomically(path, data, durable=False)
+        write_atomically(path, data, mode, durable=False)
     except OSError as exc:
         folder = os.path.dirname(os.path.abspath(path))
         if isinstance(exc, PermissionError) and not os.access(folder, os.W_OK):
@@ -70,29 +60,3 @@ def write(path: str, data: bytes | list[bytes | memoryview]) -> dict[str, object
                 "never reads half of it)"
             ) from None
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
-    found = (written.st_dev, written.st_ino, written.st_size, written.st_mtime_ns)
-    return {"path": os.path.abspath(path), **dict(zip(IDENTITY, found, strict=True))}
-
-
-def read_same(path: str, identity: dict[str, object]) -> bytes | None:
-    """The textfile at `path` if it is the one `identity` describes, else None. One that
-    holds a NUL byte is not: the text never does, but blocks a crash left unwritten (it
-    is written without fsync) read as zeros, the file's size and time unchanged."""
-    if identity.get("path") != os.path.abspath(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        found = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-            return None
-        if list(found) != [identity.get(name) for name in IDENTITY]:
-            return None
-        try:
-            data = handle.read(info.st_size + 1)
-        except OSError:
-            return None
-        return data if len(data) == info.st_size and b"\0" not in data else None

@@ -57,16 +57,6 @@ class LockBusy(RunnerError):
         self.holder = holder
 
 
-def holder_line(what: str, host: str, pid: int, seconds: float) -> str:
-    """Who holds a lock, for LockBusy: `apply db-migrate on web-3 (pid 4242) for 3m12s`.
-    `what` and `host` are the holder's word, which anyone who can open the lock can write:
-    shown with what could act on a terminal escaped."""
-    from domain.durations import human  # noqa: PLC0415 - only a busy lock says it
-    from domain.words import visible  # noqa: PLC0415
-
-    return f"{visible(what)} on {visible(host)} (pid {pid}) for {human(max(0.0, seconds))}"
-
-
 class LockLost(RunnerError):
     """The lock was lost (its session ended or went silent) while it was held."""
 
@@ -85,8 +75,3 @@ class Interrupted(RunnerError):
     @property
     def exit_code(self) -> int:
         return ExitStatus.SIGNAL_BASE + self.signum
-
-
-class Damaged(ValueError):
-    """What a store kept does not hold together (a checkpoint's aggregate): the store is
-    set aside and made anew."""

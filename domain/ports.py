@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from domain.aggregate import Aggregate
     from domain.attempts import AttemptRecord, Outcome
 
 
@@ -83,17 +82,6 @@ class LeaseStore(Protocol):
         another holder took it. Raises StateError when the server could not be
         reached or did not answer in time (worth another try).
         """
-
-
-class Saved(Protocol):
-    """One aggregate as a checkpoint kept it, read only when something needs it."""
-
-    last_run: float | None
-    """When its last run started (None: it has none), known without reading it."""
-
-    def wake(self) -> Aggregate:
-        """The aggregate. Raises the store's own error when what was kept does not hold
-        together (the store sets itself aside and starts over)."""
 
 
 class Console(Protocol):

@@ -1,150 +1,229 @@
 """The log as a metric: attempts grouped into runs, runs into aggregates per command or name.
 
-Pure and streaming: lines go in one at a time; memory grows with the number of
-runs still open (attempts seen, last one followed by a wait) and of distinct
-keys, never with the number of lines. A Summary has a plain state, so that a
-checkpoint can carry it from one `stats` to the next.
+Pure and streaming: lines go in one at a time; memory grows with the runs still open
+(their last attempt was followed by a wait) and the distinct keys, never with the lines.
+A run is the attempts that share a run id; it ends the way its last attempt did.
 """
 
 from __future__ import annotations
 
-from domain.aggregate import Aggregate
-from domain.outcomes import BY_RC, outcome_of
-from domain.runs import Run
-from domain.waiting import Waiting
+from domain.histogram import Histogram
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable, Iterable
 
-    from domain.ports import Saved
+RECENT = 20
+"""How many of the latest runs each aggregate remembers, for the history strip."""
+OTHER = "(other)"
+"""The key of the commands or names no longer kept apart, counted together."""
+OPEN_FOR = 7 * 86400.0
+"""Seconds of log time after its last attempt that a run never seen to end stays open."""
+OUTCOMES = ("success", "failure", "timeout", "signal")
+"""How a run or an attempt ended."""
+
+
+def outcome_of(rc: int) -> str:
+    """How a run ended, read from its rc alone (lines written before `timed_out` and `signal`
+    were logged): success, timeout (124), signal (129 to 192) or failure."""
+    if rc == 0:
+        return "success"
+    if rc == 124:
+        return "timeout"
+    return "signal" if 128 < rc <= 192 else "failure"
+
+
+BY_RC = [outcome_of(rc) for rc in range(256)]
+"""`outcome_of` every rc a log line may hold."""
+
+
+class Aggregate:
+    """What `stats` says of one command or name. Times are epoch seconds, durations
+    milliseconds; `last_*` describe the run that started last. `busy` counts runs refused
+    by a busy lock, which are not among `runs`."""
+
+    __slots__ = (
+        "attempt_durations", "attempt_outcomes", "attempts", "attempts_max", "busy", "codes",
+        "durations", "last_duration", "last_failure", "last_failure_rc", "last_rc", "last_run",
+        "last_success", "outcomes", "recent", "retried", "runs",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.runs = self.attempts = self.attempts_max = self.retried = self.busy = 0
+        self.outcomes = dict.fromkeys(OUTCOMES, 0)
+        self.attempt_outcomes = dict.fromkeys(OUTCOMES, 0)
+        self.codes: dict[int, int] = {}
+        self.durations = Histogram()
+        self.attempt_durations = Histogram()
+        self.last_run: float | None = None
+        self.last_rc: int | None = None
+        self.last_duration: float | None = None
+        self.last_success: float | None = None
+        self.last_failure: float | None = None
+        self.last_failure_rc: int | None = None
+        self.recent: list[tuple[float, str]] = []
+
+    @property
+    def failures(self) -> int:
+        """Runs that did not succeed: failures, timeouts and signals."""
+        return self.runs - self.outcomes["success"]
+
+    def run(self, rc: int, outcome: str, attempts: int, first: float, end: float) -> None:
+        """Count one run that ended: its last rc and outcome, attempts, start and end."""
+        self.runs += 1
+        self.outcomes[outcome] += 1
+        self.codes[rc] = self.codes.get(rc, 0) + 1
+        self.attempts += attempts
+        self.attempts_max = max(self.attempts_max, attempts)
+        if attempts > 1:
+            self.retried += 1
+        ms = round((end - first) * 1000) if end > first else 0
+        self.durations.pending.append(ms)
+        if self.last_run is None or first >= self.last_run:
+            self.last_run, self.last_rc, self.last_duration = first, rc, ms / 1000
+        if outcome == "success":
+            if self.last_success is None or end > self.last_success:
+                self.last_success = end
+        elif self.last_failure is None or end > self.last_failure:
+            self.last_failure, self.last_failure_rc = end, rc
+        self.recent.append((first, outcome))
+        if len(self.recent) >= 2 * RECENT:  # cut once in RECENT runs, not at every one
+            self.recent = sorted(self.recent)[-RECENT:]
+
+    def merge(self, other: Aggregate) -> None:
+        for name in ("runs", "attempts", "retried", "busy"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.attempts_max = max(self.attempts_max, other.attempts_max)
+        for outcome in OUTCOMES:
+            self.outcomes[outcome] += other.outcomes[outcome]
+            self.attempt_outcomes[outcome] += other.attempt_outcomes[outcome]
+        for rc, n in other.codes.items():
+            self.codes[rc] = self.codes.get(rc, 0) + n
+        self.durations.merge(other.durations)
+        self.attempt_durations.merge(other.attempt_durations)
+        if other.last_run is not None and (
+            self.last_run is None or other.last_run >= self.last_run
+        ):
+            self.last_run, self.last_rc = other.last_run, other.last_rc
+            self.last_duration = other.last_duration
+        if other.last_success is not None and (self.last_success or -1e300) < other.last_success:
+            self.last_success = other.last_success
+        if other.last_failure is not None and (self.last_failure or -1e300) < other.last_failure:
+            self.last_failure, self.last_failure_rc = other.last_failure, other.last_failure_rc
+        self.recent = sorted(self.recent + other.recent)[-RECENT:]
+
+    def history(self) -> list[str]:
+        """The outcomes of the latest runs, oldest first."""
+        return [outcome for _, outcome in sorted(self.recent)[-RECENT:]]
+
+
+class Run:
+    """The attempts of one run seen so far: `whole` once its first attempt and one not
+    followed by a wait are seen."""
+
+    __slots__ = ("attempts", "first", "first_attempt", "key", "last_end", "outcome", "rc", "waits")
+
+    def __init__(self, key: str, first: float, first_attempt: int) -> None:
+        self.key, self.first, self.first_attempt = key, first, first_attempt
+        self.attempts = 0
+        self.last_end = first
+        self.rc, self.outcome, self.waits = 0, "success", True
+
+    def add(
+        self, first: float, attempt: int, end: float, rc: int, outcome: str, waits: bool
+    ) -> None:
+        if first < self.first:
+            self.first, self.first_attempt = first, attempt
+        if end >= self.last_end:
+            self.last_end, self.rc, self.outcome, self.waits = end, rc, outcome, waits
+
+    def absorb(self, other: Run) -> None:
+        """Join the part of the same run read elsewhere (a later piece of the log)."""
+        self.add(
+            other.first, other.first_attempt, other.last_end, other.rc, other.outcome, other.waits
+        )
+        self.attempts += other.attempts
+
+    @property
+    def whole(self) -> bool:
+        return self.first_attempt == 1 and not self.waits
 
 
 class Summary:
-    """Aggregates by key, plus the runs not yet known to be whole.
+    """Aggregates by key, the runs still open, and how many lines were read and malformed.
 
-    `since` (epoch seconds, or None) keeps only runs whose first attempt started
-    at or after it, and attempts that started at or after it. The aggregates count
-    whole runs only; `finished()` adds the open ones as they stand.
-    """
+    `since` (epoch seconds, or None) keeps only the runs whose first attempt started at or
+    after it, and the attempts that did: a window. `newest` is the latest start seen, the
+    log's own clock."""
 
     def __init__(self, since: float | None = None) -> None:
         self.since = since
+        self.by_key: dict[str, Aggregate] = {}
         self.open: dict[str, Run] = {}
-        self._by_key: dict[str, Aggregate] = {}
-        self.waiting = Waiting()
-        """Whole runs and attempts not yet counted into their aggregates: they are counted
-        together when the aggregates are next read."""
         self.newest = 0.0
-        """When the latest attempt seen started: the log's own clock."""
-        self.saved: dict[str, Saved] = {}
-        """Aggregates as a checkpoint kept them, not read yet: a key is here or among the
-        aggregates, never both. A few new lines touch a few keys: only those are read (when
-        something is added to them); reading `by_key` reads them all."""
-
-    @property
-    def by_key(self) -> dict[str, Aggregate]:
-        """The aggregates, every run added so far counted (the saved ones read)."""
-        self.settle()
-        return self._counted()
-
-    @by_key.setter
-    def by_key(self, aggregates: dict[str, Aggregate]) -> None:
-        self.settle()
-        self._by_key = aggregates
-
-    def _counted(self) -> dict[str, Aggregate]:
-        """The aggregates, every run added so far counted (the saved ones read), their
-        durations perhaps still waiting to be placed (see Histogram.merge)."""
-        self._count_waiting()
-        if self.saved:
-            saved, self.saved = self.saved, {}
-            self._by_key.update((key, kept.wake()) for key, kept in saved.items())
-        return self._by_key
-
-    @property
-    def awake(self) -> dict[str, Aggregate]:
-        """The aggregates read or added to, every run counted; not the saved ones."""
-        self.settle()
-        return self._by_key
+        self.lines = 0
+        self.malformed = 0
+        self.bound: tuple[Callable[[str], str], list[str], int] | None = None
+        """`fold`'s arguments, to keep the keys apart bounded while a long read goes on."""
 
     def aggregate(self, key: str) -> Aggregate:
-        """The aggregate of `key`, every run counted: read if it was saved, empty if there is
-        none (the others are left as they are)."""
-        waits = key in self.waiting
-        if not waits and key not in self._by_key and key not in self.saved:
-            return Aggregate()
-        found = self._aggregate(key)
-        if waits:
-            self.waiting.count(key, found)
+        found = self.by_key.get(key)
+        if found is None:
+            found = self.by_key[key] = Aggregate()
         return found
 
-    def last_runs(self) -> dict[str, float | None]:
-        """When each key's last run started, without reading the saved aggregates."""
-        found = {key: kept.last_run for key, kept in self.saved.items()}
-        found.update((key, aggregate.last_run) for key, aggregate in self.awake.items())
-        return found
+    def add(
+        self, run_id: str, key: str, started: float, attempt: int, rc: int, ms: int,
+        outcome: str, waits: bool, tried: bool = True,
+    ) -> None:  # fmt: skip
+        """One line: an attempt (or, not `tried`, a run's end with no attempt: a signal
+        during its backoff wait); `waits` when another attempt was to follow."""
+        self.newest = max(self.newest, started)
+        counted = self.since is None or started >= self.since
+        end = started + ms / 1000
+        run = self.open.get(run_id)
+        if run is None and attempt == 1 and tried and not waits:  # one attempt: most runs
+            if counted:
+                aggregate = self.by_key.get(key) or self.aggregate(key)
+                aggregate.attempt_outcomes[outcome] += 1
+                aggregate.attempt_durations.pending.append(ms)
+                aggregate.run(rc, outcome, 1, started, end)
+            return
+        if counted and tried:
+            aggregate = self.aggregate(key)
+            aggregate.attempt_outcomes[outcome] += 1
+            aggregate.attempt_durations.pending.append(ms)
+        if run is None:
+            run = self.open[run_id] = Run(key, started, attempt)
+        run.add(started, attempt, end, rc, outcome, waits)
+        run.attempts += tried
+        if run.whole:
+            del self.open[run_id]
+            self._count(run, self.by_key)
 
     def settle(self) -> None:
-        """Count what waits to be counted: runs, attempts and durations (reading the summary
-        does so too; a long read does it now and then, to bound its memory)."""
-        self._count_waiting()
-        for aggregate in self._by_key.values():
+        """Count the durations that wait in the histograms (see Histogram.settle), and fold
+        the keys (`bound`) when they are twice as many as it allows."""
+        if self.bound is not None and len(self.by_key) > 2 * self.bound[2]:
+            self.fold(*self.bound)
+        for aggregate in self.by_key.values():
             aggregate.durations.settle()
             aggregate.attempt_durations.settle()
 
-    def _count_waiting(self) -> None:
-        """Count the runs and attempts that wait into their aggregates."""
-        if self.waiting:
-            waiting, self.waiting = self.waiting, Waiting()
-            for key in waiting:
-                waiting.count(key, self._aggregate(key))
+    def add_busy(self, key: str, started: float) -> None:
+        """A run refused by a busy lock: no attempt, no outcome, counted as busy."""
+        self.newest = max(self.newest, started)
+        if self.since is None or started >= self.since:
+            self.aggregate(key).busy += 1
 
-    def __getstate__(self) -> dict[str, object]:
-        """For pickling (a stats worker's result): counted, not pending."""
-        self.settle()
-        return self.__dict__
-
-    def add(
-        self,
-        run_id: str,
-        key: str,
-        started: float,
-        attempt: int,
-        rc: int,
-        duration_ms: int,
-        waits: bool,
-        outcome: str | None = None,
-    ) -> None:
-        """One attempt line; `outcome` is how the log says it ended (None: read the rc)."""
-        if started > self.newest:  # noqa: PLR1730 - max() costs more, once a line
-            self.newest = started
-        counted = self.since is None or started >= self.since
-        run = self.open.get(run_id)
-        if run is None and attempt == 1 and not waits:  # a run of one attempt: most are
-            if counted:
-                rows = self.waiting.singles.get(key)
-                if rows is None:
-                    rows = self.waiting.singles[key] = []
-                rows += started, rc, duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
-            return
-        if counted:
-            tries = self.waiting.tries.get(key)
-            if tries is None:
-                tries = self.waiting.tries[key] = []
-            tries += duration_ms, outcome or BY_RC.get(rc) or outcome_of(rc)
-        if run is None:
-            run = self.open[run_id] = Run(key, started, attempt)
-        if run.add(started, attempt, rc, duration_ms, waits, outcome):
-            del self.open[run_id]
-            self._count(run)
-
-    def merge(self, other: Summary) -> None:
-        """Fold in a summary of a later part of the same log."""
-        self.newest = max(self.newest, other.newest)
-        for key, aggregate in other._counted().items():  # durations placed once, here
-            self._aggregate(key).merge(aggregate)
-        for run_id, run in other.open.items():
+    def merge(self, later: Summary) -> None:
+        """Fold in the summary of a later piece of the same log."""
+        self.newest = max(self.newest, later.newest)
+        self.lines += later.lines
+        self.malformed += later.malformed
+        for key, aggregate in later.by_key.items():
+            self.aggregate(key).merge(aggregate)
+        for run_id, run in later.open.items():
             mine = self.open.get(run_id)
             if mine is None:
                 self.open[run_id] = run
@@ -152,15 +231,17 @@ class Summary:
             mine.absorb(run)
             if mine.whole:
                 del self.open[run_id]
-                self._count(mine)
+                self._count(mine, self.by_key)
 
     def finished(self) -> dict[str, Aggregate]:
-        """Copies of the aggregates with the runs never seen to end (a killed runner) counted
-        as they stand; the summary itself goes on unchanged. In a window (`since`), a run
-        whose first attempt was not seen began before what was read: it is not counted."""
-        groups = {key: aggregate.copy() for key, aggregate in self.by_key.items()}
+        """Copies of the aggregates with the runs never seen to end counted as they stand;
+        in a window, not a run whose first attempt was not seen (it began before)."""
+        groups: dict[str, Aggregate] = {}
+        for key, aggregate in self.by_key.items():
+            groups[key] = Aggregate()
+            groups[key].merge(aggregate)
         for run in self.open.values():
-            if self.since is None or run.first_attempt == 1:
+            if run.first_attempt == 1 or self.since is None:
                 self._count(run, groups)
         return groups
 
@@ -171,100 +252,38 @@ class Summary:
             counts[run.key] = counts.get(run.key, 0) + 1
         return counts
 
-    def drop_open_before(self, epoch: float) -> None:
-        """Forget open runs whose last attempt ended before `epoch` (judged by the log's own
-        clock, `newest`, so that a log read late is read as one read as it was written):
-        their runner is gone."""
-        self.open = {rid: run for rid, run in self.open.items() if run.last_end >= epoch}
+    def forget_open(self, most: int, now: float) -> None:
+        """Drop the open runs whose last attempt ended OPEN_FOR before the newest line, or
+        now if that is earlier (a line from a host whose clock was years ahead): their
+        runner is gone. Keep the `most` that ended last."""
+        since = min(self.newest, now) - OPEN_FOR
+        runs = sorted((run.last_end, run_id) for run_id, run in self.open.items())
+        self.open = {rid: self.open[rid] for end, rid in runs[-most:] if end >= since}
 
-    def bound(self, first: list[str], keys: int, runs: int) -> bool:
-        """Keep `keys` keys apart at most: those of `first` that are here (the ones already
-        exported), then the busiest; the rest are counted together under OTHER. Keep the
-        `runs` open runs that ended last, at most. Whether any key joined OTHER.
+    def fold(self, label_of: Callable[[str], str], keep: Iterable[str], most: int) -> None:
+        """Keep at most `most` keys apart. Keys that share a label are joined first (it
+        changes no exported series); then the labels of `keep` (those exported) stay, then
+        the busiest; the rest join OTHER, whose exported sum so never falls."""
+        if len(self.by_key) <= most:
+            return
+        joined: dict[str, Aggregate] = {}
+        for key, aggregate in self.by_key.items():
+            joined.setdefault(OTHER if key == OTHER else label_of(key), Aggregate()).merge(
+                aggregate
+            )
+        self.by_key = joined
+        if len(joined) <= most:
+            return
+        kept = [label for label in dict.fromkeys(keep) if label in joined and label != OTHER]
+        rest = sorted(set(joined) - set(kept) - {OTHER}, key=lambda k: (-joined[k].runs, k))
+        chosen = set((kept + rest)[: most - 1])
+        for key in [key for key in joined if key not in chosen and key != OTHER]:
+            self.aggregate(OTHER).merge(joined.pop(key))
 
-        Saved aggregates are read only to join OTHER, or to find the busiest when fewer
-        keys than that were exported."""
-        if len(self.open) > runs:
-            latest = sorted(self.open.items(), key=lambda item: item[1].last_end)[-runs:]
-            self.open = dict(latest)
-        present = self.awake.keys() | self.saved.keys()
-        if len(present) <= keys:
-            return False
-        kept = [key for key in dict.fromkeys(first) if key in present and key != OTHER][:keys]
-        if len(kept) < keys - 1:
-            by_key = self.by_key
-            busiest = sorted(by_key, key=lambda key: by_key[key].runs, reverse=True)
-            chosen = set(kept)
-            kept = (kept + [key for key in busiest if key not in chosen and key != OTHER])[
-                : keys - 1
-            ]
-        chosen = set(kept)
-        joining = [key for key in present if key not in chosen and key != OTHER]
-        if not joining:  # the exported keys and OTHER: OTHER is not read, nor changed
-            return False
-        other = self._aggregate(OTHER)
-        for key in joining:
-            other.merge(self._aggregate(key))
-            del self._by_key[key]
-        return True
-
-    def fold(self, keep: list[str], most: int) -> None:
-        """Keep `most` keys apart while a long read goes on (memory): those of `keep`, then the
-        busiest; the others join OTHER, what waits to be counted as it waits, with no
-        aggregate of their own. Open runs keep their keys; saved aggregates stay as they are."""
-        live = (self._by_key.keys() | set(self.waiting)) - {OTHER}
-        if len(live) > most:
-            size = {key: self.waiting.runs(key) for key in live}
-            for key, aggregate in self._by_key.items():
-                size[key] = size.get(key, 0) + aggregate.runs
-            chosen = {key for key in keep if key in live}
-            rest = sorted(live - chosen, key=lambda key: (-size[key], key))
-            chosen.update(rest[: max(0, most - len(chosen))])
-            dropped = live - chosen
-            self.waiting.move(dropped, OTHER)
-            for key in [key for key in self._by_key if key in dropped]:
-                self._aggregate(OTHER).merge(self._by_key.pop(key))
-
-    def state(self) -> dict[str, object]:
-        return {
-            "keys": {key: aggregate.state() for key, aggregate in self.by_key.items()},
-            "open": {run_id: run.state() for run_id, run in self.open.items()},
-            "newest": self.newest,
-        }
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Summary:
-        made = cls()
-        keys: dict[str, dict[str, Any]] = state["keys"]
-        runs: dict[str, list[Any]] = state["open"]
-        made.by_key = {key: Aggregate.from_state(value) for key, value in keys.items()}
-        made.open = {run_id: Run.from_state(value) for run_id, value in runs.items()}
-        made.newest = float(state["newest"])
-        if not -1e15 < made.newest < 1e15:  # also false for NaN
-            raise ValueError("newest")
-        return made
-
-    def _count(self, run: Run, groups: dict[str, Aggregate] | None = None) -> None:
-        """Count a whole run into its aggregate: this summary's, or one of `groups`."""
+    def _count(self, run: Run, groups: dict[str, Aggregate]) -> None:
         if self.since is not None and run.first < self.since:
             return
-        if groups is None:
-            rows = self.waiting.whole.get(run.key)
-            if rows is None:
-                rows = self.waiting.whole[run.key] = []
-            rc = run.last_rc
-            rows += run.first, run.last_end, rc, run.attempts, run.last_outcome or outcome_of(rc)
-            return
-        aggregate = groups.get(run.key) or groups.setdefault(run.key, Aggregate())
-        aggregate.add(run.last_rc, run.attempts, run.first, run.last_end, run.last_outcome)
-
-    def _aggregate(self, key: str) -> Aggregate:
-        aggregate = self._by_key.get(key)
+        aggregate = groups.get(run.key)
         if aggregate is None:
-            kept = self.saved.pop(key, None)
-            aggregate = self._by_key[key] = Aggregate() if kept is None else kept.wake()
-        return aggregate
-
-
-OTHER = "(other)"
-"""The key under which the commands or names kept apart no longer are counted together."""
+            aggregate = groups[run.key] = Aggregate()
+        aggregate.run(run.rc, run.outcome, max(1, run.attempts), run.first, run.last_end)

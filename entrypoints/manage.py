@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gc
-import os
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -57,55 +56,7 @@ def manage(
         backend.close()
 
 
-STATS_MODULES = (
-    "adapters.batches",
-    "adapters.cjson",
-    "adapters.line_form",
-    "adapters.timestamps",
-    "domain.words",
-    "adapters.lines",
-    "domain.buckets",
-    "domain.packed",
-    "domain.histogram",
-    "domain.outcomes",
-    "domain.aggregate",
-    "domain.runs",
-    "domain.waiting",
-    "domain.stats",
-    "domain.marks",
-    "adapters.logfile",
-    "adapters.files",
-    "adapters.rotation",
-    "adapters.stats_files",
-    "adapters.log_reads",
-    "entrypoints.stats",
-    "adapters.textfile",
-    "adapters.lock",
-    "adapters.packing",
-    "adapters.open_runs",
-    "adapters.aggregate_line",
-    "adapters.saved",
-    "adapters.checkpoint",
-    "entrypoints.exposition",
-    "entrypoints.prometheus",
-)
-"""The modules every `stats --prometheus` imports (the cron recipe), each after the ones
-it imports: loaded from one file of their bytecode (see adapters.preload). An
-end-to-end test holds the list to what such a `stats` imports."""
-
-
 def _stats(invocation: Invocation, home: str, console: StreamConsole, watch: SignalWatch) -> int:
-    """stats; with --prometheus, its modules loaded from the one file of their bytecode,
-    which is brought up to date once stats has done its work."""
-    preloaded = None
-    if invocation.prometheus is not None:
-        from adapters.preload import preload
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        preloaded = preload("stats", root, STATS_MODULES)
     from entrypoints.stats import stats
 
-    code = stats(invocation, home, console, watch)
-    if preloaded is not None:
-        preloaded.keep()
-    return code
+    return stats(invocation, home, console, watch)

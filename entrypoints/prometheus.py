@@ -1,209 +1,218 @@
 """The Prometheus view of the log: a textfile for node_exporter that an alert can trust.
 
 Counters (`*_total`) and histograms count the whole history of the log (kept across
-rotation by the checkpoint), so they never go down. Whatever a --since window says
-is a gauge named `runner_window_*`. Every series, once exported, stays.
+rotation by the checkpoint), so they never go down; a --since window is a gauge,
+`runner_window_*`. Every series, once exported, stays, unless --retire-after retires it.
 
-Labels are bounded: an apply name has each run of digits replaced by `N` (so
-`nightly-2026-11-30` is `nightly-N-N-N`, one series for all nights); at most
-MAX_SERIES label values are exported, the first ones seen, and later ones are
-folded into `(other)`. The label values already exported are remembered, so the
-choice never changes from one export to the next.
+Labels are bounded: a name has each run of digits replaced by `N` (`nightly-2026-11-30`
+is `nightly-N-N-N`, one series for all nights), a command is cut to 200 characters; at
+most MAX_SERIES label values are exported, the first ones seen, and later ones are summed
+under `(other)`. The values exported are kept in the checkpoint, so the choice never
+changes from one export to the next.
 """
 
 from __future__ import annotations
 
-from domain.aggregate import Aggregate
-from domain.outcomes import OUTCOMES
-from domain.stats import OTHER
-from entrypoints.exposition import Copy, Text, assemble
+from itertools import accumulate
+
+from domain.histogram import LE_SECONDS
+from domain.stats import OTHER, OUTCOMES, Aggregate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import KeysView
-    from typing import Any
-
     from domain.stats import Summary
 
 MAX_SERIES = 200
+LE_TEXT = (*(repr(float(bound)) for bound in LE_SECONDS), "+Inf")
+"""The bucket bounds as the Prometheus client libraries write them: 0.005, 1.0, 86400.0."""
+GAUGES = (
+    ("runner_last_run_timestamp_seconds", "Start of the last run (0: none).", "last_run", 0),
+    (
+        "runner_last_success_timestamp_seconds",
+        "End of the last success (0: none).",
+        "last_success",
+        0,
+    ),
+    (
+        "runner_last_failure_timestamp_seconds",
+        "End of the last failure (0: none).",
+        "last_failure",
+        0,
+    ),
+    ("runner_last_exit_code", "Exit code of the last run (-1: none).", "last_rc", -1),
+    (
+        "runner_last_failure_exit_code",
+        "Exit code of the last failed run (-1: none).",
+        "last_failure_rc",
+        -1,
+    ),
+    ("runner_last_run_duration_seconds", "Duration of the last run (0: none).", "last_duration", 0),
+)
 
 
 def label_of(key: str, by: str) -> str:
-    """The label value of a command (as is, at most 200 characters) or a name (digits as N)."""
+    """The label value of a command (at most 200 characters) or of a name (digits as N)."""
     if by != "name":
         return key[:200]
     folded: list[str] = []
-    in_digits = False
     for char in key:
-        digit = "0" <= char <= "9"
-        if not digit:
+        if not "0" <= char <= "9":
             folded.append(char)
-        elif not in_digits:
-            folded.append("N")
-        in_digits = digit
-    return "".join(folded)
-
-
-def fold(
-    last_runs: dict[str, float | None], by: str, series: list[str]
-) -> tuple[dict[str, list[str]], list[str]]:
-    """The keys under each label value (none under a label exported before whose keys are
-    gone), and the label values exported from now on. `last_runs` says when each key's
-    last run started: new keys take the free labels in that order."""
-    known = list(series)
-    allowed = set(known)
-    keys_of: dict[str, list[str]] = {}
-    for key in sorted(last_runs, key=lambda k: last_runs[k] or 0):
-        label = label_of(key, by)
-        if label not in allowed:
-            if len(known) < MAX_SERIES:
-                known.append(label)
-                allowed.add(label)
-            else:
-                label = OTHER
-        keys_of.setdefault(label, []).append(key)
-    for label in known:
-        keys_of.setdefault(label, [])
-    return keys_of, known
+        elif not folded or folded[-1] != "\0":
+            folded.append("\0")
+    return "".join(folded).replace("\0", "N")
 
 
 def render(
-    history: Summary,
-    by: str,
-    *,
-    malformed: int,
-    series: list[str],
-    now: float,
-    window: dict[str, Aggregate] | None = None,
-    window_seconds: float | None = None,
-    constant: tuple[tuple[str, str], ...] = (),
-    log_present: bool = True,
+    history: Summary, by: str, exported: list[str], *, now: float,
+    window: dict[str, Aggregate] | None = None, window_seconds: float | None = None,
+    constant: tuple[tuple[str, str], ...] = (), log_present: bool = True,
     retire_before: float | None = None,
-    before: tuple[bytes, dict[str, Any]] | None = None,
-) -> tuple[list[bytes | memoryview], list[str], dict[str, Any]]:
-    """The textfile (its pieces, in order: the copied ones are slices of the one before);
-    the label values it exported (to remember for the next one); and
-    where it put the lines of each series: `keys`, the place of each key exported alone
-    under its own label ({key: place}: `(other)` holds more than one, or a key that is
-    not `(other)` itself), and `bounds`, for each family, where each place's lines start
-    and where the last one's end (to export them again while the key is unchanged).
-
-    `constant` labels (--label) go on every sample, so that textfiles of several homes
-    never collide; `log_present` says whether there was a log to read at all. With
-    `retire_before` (epoch seconds, --retire-after), a job whose last run started
-    before then is left out, and its label no longer counts against the limit.
-    `before`: the textfile last written with these constant labels, and where its keys'
-    lines are in it; the lines of a key still saved (unchanged since) are copied from it
-    as they are, its aggregate not even read.
-    """
-    last_runs = history.last_runs()
-    keys_of, known = fold(last_runs, by, series)
-    if retire_before is not None:
-        keys_of, known = _retire(keys_of, known, last_runs, retire_before)
-    out = Text(by, constant)
-    labels = sorted(keys_of.items())
-    copy = None if before is None else _copy(*before, labels, history.saved.keys())
-    copied = set(() if copy is None else copy.places)
-    fresh = {
-        place: [piece.encode() for piece in out.series(label, _group(history, keys))]
-        for place, (label, keys) in enumerate(labels)
-        if place not in copied
-    }
-    chunks, bounds = assemble(copy, fresh)
-    alone = {
-        keys[0]: at
-        for at, (label, keys) in enumerate(labels)
-        if len(keys) == 1 and _own(label, keys[0])
-    }
-    placed: dict[str, Any] = {"keys": alone, "bounds": bounds}
+) -> bytes:  # fmt: skip
+    """The textfile. `exported` (the label values exported before, in order) gains the new
+    ones, or loses those retired: a job whose last run started before `retire_before` and
+    that has no run in progress."""
     running: dict[str, int] = {}
     for key, count in history.in_progress().items():
-        label = label_of(key, by) if label_of(key, by) in keys_of else OTHER
-        running[label] = running.get(label, 0) + count
+        running[label_of(key, by)] = running.get(label_of(key, by), 0) + count
+    groups = _by_label(history.by_key, by)
+    for label in running:
+        groups.setdefault(label, Aggregate())
+    retired = set()
+    for label, group in list(groups.items()):
+        if (
+            retire_before is not None
+            and (group.last_run or 0) < retire_before
+            and not running.get(label)
+        ):
+            retired.add(label)
+            del groups[label]
+    exported[:] = [label for label in exported if label not in retired]
+    exported += [label for label in groups if label not in exported and label != OTHER]
+    del exported[MAX_SERIES:]
+    series = _placed(groups, exported)
+    in_progress = {label: 0 for label in series}
+    for label, count in running.items():
+        placed = label if label in series else OTHER
+        in_progress[placed] = in_progress.get(placed, 0) + count
+    out = Text(by, constant)
+    out.families(sorted(series.items()))
     out.family(
         "runner_runs_in_progress", "gauge", "Runs waiting for a retry, or never seen to end."
     )
-    out.whole(
-        "runner_runs_in_progress", [(label, running.get(label, 0)) for label in sorted(keys_of)]
-    )
+    for label, count in sorted(in_progress.items()):
+        out.sample("runner_runs_in_progress", label, count)
     if window is not None and window_seconds is not None:
-        _window(out, window, by, known, window_seconds)
+        out.family(
+            "runner_window_seconds", "gauge", "The --since window of the runner_window_* gauges."
+        )
+        out.plain("runner_window_seconds", window_seconds)
+        out.family("runner_window_runs", "gauge", "Runs that started in the window, by outcome.")
+        alive = {key: group for key, group in window.items() if label_of(key, by) not in retired}
+        shown = {label: Aggregate() for label in series} | _placed(_by_label(alive, by), exported)
+        for label, group in sorted(shown.items()):
+            for outcome in OUTCOMES:
+                out.sample("runner_window_runs", label, group.outcomes[outcome], outcome=outcome)
     out.family("runner_log_malformed_lines_total", "counter", "Log lines that are not attempts.")
-    out.plain("runner_log_malformed_lines_total", malformed)
+    out.plain("runner_log_malformed_lines_total", history.malformed)
     out.family("runner_log_present", "gauge", "1 when the attempt log exists, 0 when it does not.")
     out.plain("runner_log_present", int(log_present))
     out.family("runner_stats_generated_timestamp_seconds", "gauge", "When this file was written.")
     out.plain("runner_stats_generated_timestamp_seconds", now)
-    chunks.append(("\n".join(out.lines) + "\n").encode())
-    return chunks, known, placed
+    return ("\n".join(out.lines) + "\n").encode()
 
 
-def _copy(
-    old: bytes, where: dict[str, Any], labels: list[tuple[str, list[str]]], unchanged: KeysView[str]
-) -> Copy | None:
-    """What can be copied from the textfile written before (`where` says where each key's
-    lines are in it): the lines of the unchanged keys exported alone under their own label,
-    then as now. None when anything there is amiss (all is rendered anew)."""
-    alone = where.get("keys")
-    if type(alone) is not dict:
-        return None
-    places, olds = [], []
-    for place, (label, keys) in enumerate(labels):
-        if len(keys) == 1 and keys[0] in unchanged and _own(label, keys[0]):
-            found = alone.get(keys[0])
-            if type(found) is int:
-                places.append(place)
-                olds.append(found)
-    try:
-        return Copy(old, places, olds, where.get("bounds"))  # type: ignore[arg-type]
-    except ValueError:
-        return None
+def _by_label(aggregates: dict[str, Aggregate], by: str) -> dict[str, Aggregate]:
+    """The aggregates summed by label, the labels in the order of their last runs."""
+    groups: dict[str, Aggregate] = {}
+    for key, aggregate in sorted(aggregates.items(), key=lambda item: item[1].last_run or 0):
+        groups.setdefault(OTHER if key == OTHER else label_of(key, by), Aggregate()).merge(
+            aggregate
+        )
+    return groups
 
 
-def _own(label: str, key: str) -> bool:
-    """Whether `key` is under its own label (label_of(key)), knowing that `fold` put it
-    under that label or under OTHER, which is no key's own label but OTHER's."""
-    return label != OTHER or key == OTHER
+def _placed(groups: dict[str, Aggregate], exported: list[str]) -> dict[str, Aggregate]:
+    """Every exported label's series (empty when it has no runs now), the others' summed
+    under OTHER."""
+    series = {label: Aggregate() for label in exported}
+    for label, group in groups.items():
+        series.setdefault(label if label in series else OTHER, Aggregate()).merge(group)
+    return series
 
 
-def _group(history: Summary, keys: list[str]) -> Aggregate:
-    """The aggregate of the keys under one label: the key's own when it is alone."""
-    if len(keys) == 1:
-        return history.aggregate(keys[0])
-    group = Aggregate()
-    for key in keys:
-        group.merge(history.aggregate(key))
-    return group
+class Text:
+    """Exposition-format lines, label values escaped as the format requires."""
+
+    def __init__(self, by: str, constant: tuple[tuple[str, str], ...]) -> None:
+        self.by = by
+        self.constant = ",".join(f'{key}="{_escape(text)}"' for key, text in constant)
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+
+    def plain(self, name: str, value: float) -> None:
+        """A sample with the constant labels alone."""
+        pairs = self.constant
+        self.lines.append(
+            f"{name}{{{pairs}}} {_number(value)}" if pairs else f"{name} {_number(value)}"
+        )
+
+    def sample(self, name: str, label: str, value: float, **extra: str) -> None:
+        own = f'{self.by}="{_escape(label)}"'
+        pairs = ",".join(
+            filter(None, [self.constant, own, *(f'{k}="{v}"' for k, v in extra.items())])
+        )
+        self.lines.append(f"{name}{{{pairs}}} {_number(value)}")
+
+    def families(self, series: list[tuple[str, Aggregate]]) -> None:
+        """Each per-series family, every series in it."""
+        self.family("runner_runs_total", "counter", "Runs that ended, by outcome (whole history).")
+        for label, group in series:
+            for outcome in OUTCOMES:
+                self.sample("runner_runs_total", label, group.outcomes[outcome], outcome=outcome)
+            self.sample("runner_runs_total", label, group.busy, outcome="busy")
+        self.family("runner_attempts_total", "counter", "Attempts, by outcome (whole history).")
+        for label, group in series:
+            for outcome in OUTCOMES:
+                self.sample(
+                    "runner_attempts_total", label, group.attempt_outcomes[outcome], outcome=outcome
+                )
+        self.family(
+            "runner_retried_runs_total", "counter", "Runs that needed more than one attempt."
+        )
+        for label, group in series:
+            self.sample("runner_retried_runs_total", label, group.retried)
+        self.family(
+            "runner_run_exit_codes_total", "counter", "Runs that ended, by their exit code."
+        )
+        for label, group in series:
+            for rc, count in sorted(group.codes.items()):
+                self.sample("runner_run_exit_codes_total", label, count, code=str(rc))
+        for name, help_text, field in (
+            ("runner_run_duration_seconds", "Run duration: first start to last end.", "durations"),
+            ("runner_attempt_duration_seconds", "Attempt duration.", "attempt_durations"),
+        ):
+            self.family(name, "histogram", help_text)
+            for label, group in series:
+                hist = getattr(group, field)
+                for le, count in zip(LE_TEXT, accumulate(hist.le), strict=True):
+                    self.sample(f"{name}_bucket", label, count, le=le)
+                self.sample(f"{name}_sum", label, hist.total / 1000)
+                self.sample(f"{name}_count", label, hist.count)
+        for name, help_text, field, none in GAUGES:
+            self.family(name, "gauge", help_text)
+            for label, group in series:
+                value = getattr(group, field)
+                self.sample(name, label, none if value is None else value)
 
 
-def _retire(
-    keys_of: dict[str, list[str]],
-    known: list[str],
-    last_runs: dict[str, float | None],
-    before: float,
-) -> tuple[dict[str, list[str]], list[str]]:
-    def current(label: str) -> bool:
-        runs = [last_runs[key] for key in keys_of.get(label, ())]
-        last = max((run for run in runs if run is not None), default=None)
-        return last is not None and last >= before
-
-    kept = {label: keys for label, keys in keys_of.items() if current(label)}
-    return kept, [label for label in known if current(label)]
+def _number(value: float) -> str:
+    if type(value) is int:
+        return str(value)
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _window(
-    out: Text, window: dict[str, Aggregate], by: str, known: list[str], seconds: float
-) -> None:
-    """--since: runs that started in the window, as gauges (a window's count goes down)."""
-    folded: dict[str, Aggregate] = {label: Aggregate() for label in known}
-    for key, group in window.items():
-        label = label_of(key, by)
-        folded.setdefault(label if label in folded else OTHER, Aggregate()).merge(group)
-    out.family(
-        "runner_window_seconds", "gauge", "The --since window of the runner_window_* gauges."
-    )
-    out.plain("runner_window_seconds", seconds)
-    out.family("runner_window_runs", "gauge", "Runs that started in the window, by outcome.")
-    for label, group in sorted(folded.items()):
-        for outcome in OUTCOMES:
-            out.sample("runner_window_runs", label, group.outcomes[outcome], outcome=outcome)
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -3,73 +3,107 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
-from adapters.log_reads import read_whole, refuse_unless_regular, unreadable
-from adapters.log_reads import window as window_of
-from adapters.logfile import LogSummary, distinct_files, stop_if_ended
+from adapters.log_read import read_range, read_stream
+from adapters.rotation import is_compressed, open_log
 from adapters.signals import ending
-from adapters.stats_files import check_checkpoint, checkpoint_path, lock_path, updating
-from domain.errors import Damaged, ExitStatus, Interrupted
+from adapters.stats_files import (
+    check_checkpoint,
+    checkpoint_path,
+    distinct_files,
+    lock_path,
+    open_regular,
+    updating,
+)
+from domain.errors import ExitStatus, Interrupted, StateError
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
 
-    from adapters.checkpoint import Checkpoint
+    from adapters.checkpoint import Bound, Checkpoint
     from adapters.signals import SignalWatch
     from entrypoints.console import StreamConsole
     from entrypoints.invocation import Invocation
 
+KEYS_HELD = 1000
+"""Commands or names a read keeps apart at most (the exported ones, then the busiest): a
+command line that differs at every run (a date in an argument) costs no more memory
+than a thousand."""
+
 
 def stats(invocation: Invocation, home: str, console: StreamConsole, watch: SignalWatch) -> int:
-    """Summarize the logs; print a table or JSON; optionally write Prometheus text.
+    """Summarize the logs; print a table or JSON; write the Prometheus text if asked.
 
-    One log file is read from where the last `stats` stopped (its checkpoint); several
-    logs, gzip-compressed ones and `-` (stdin) are read whole. --since narrows the
-    table and JSON to a window (of one log file, read from the checkpoint's latest mark
-    before it: see domain.marks), and adds window gauges to the Prometheus file. Stdin
-    can be read only once: with --since, what it yields is the window alone.
+    One plain log file is read from where the last `stats` stopped (its checkpoint);
+    several logs, a compressed one and `-` (stdin) are read whole. --since narrows the
+    table and JSON to the runs that started within it in the current log file, and adds
+    window gauges to the Prometheus text. Stdin is read once: with --since, what it
+    yields is the window, for the counters too.
     """
     logs = distinct_files(invocation.logs) or [os.path.join(home, "runs.jsonl")]
     by, now = invocation.by, time.time()
-    one = len(logs) == 1 and logs != ["-"]
-    kept = checkpoint_path(logs[0], by, invocation.checkpoint) if one else None
-    _check_outputs(invocation, logs)  # before a long read, not after it
     since = None if invocation.since is None else now - invocation.since
+
+    def stop() -> None:
+        signum = ending(watch.pending())
+        if signum is not None:
+            raise Interrupted(signum)
+
+    _check_outputs(invocation, logs)  # before a long read, not after it
+    single = len(logs) == 1 and logs != ["-"] and not _compressed(logs[0])
+    kept = checkpoint_path(logs[0], by, invocation.checkpoint) if single else None
     guard = None if kept is None else updating(kept, logs[0], watch)
     try:
-        if logs == ["-"]:
-            history, checkpoint = read_whole(logs, by, since, watch), None
-            window = None if since is None else history
-        else:
-            history, checkpoint = _history(logs, by, watch, console, invocation.checkpoint)
-            position = None if checkpoint is None else checkpoint.position
-            window = None if since is None else window_of(logs, by, since, watch, position)
-        stop_if_ended(watch)
-        if window is not None:  # the lines the logs hold, as without --since
+        checkpoint = None
+        if kept is not None:
+            from adapters.checkpoint import Checkpoint
+
+            checkpoint = Checkpoint(
+                logs[0], by, kept, invocation.checkpoint is not None, console.warn
+            )
+        from entrypoints.prometheus import label_of
+
+        bound = (lambda key: label_of(key, by), KEYS_HELD)
+        history = _history(
+            logs, by, since if logs == ["-"] else None, checkpoint, stop, console, invocation, bound
+        )
+        window = (
+            history
+            if logs == ["-"] or since is None
+            else _whole([logs[-1]], by, since, stop, bound)
+        )
+        if window is not history:
             window.lines, window.malformed = history.lines, history.malformed
-        try:
-            data = _prepare(invocation, logs, history, checkpoint, window, console, now)
-        except Damaged as damage:  # a saved aggregate, read only now: before anything is said
-            if checkpoint is None:
-                raise
-            history = checkpoint.afresh(str(damage), watch, console.info)
-            data = _prepare(invocation, logs, history, checkpoint, window, console, now)
-        _write_out(invocation, logs, history, checkpoint, console, data)
+        _export(
+            invocation,
+            logs,
+            history,
+            window if since is not None else None,
+            checkpoint,
+            console,
+            now,
+        )
     finally:
         if guard is not None:
             guard.release()
-    stop_if_ended(watch)
-    if not console.quiet and invocation.prometheus != "-":  # stdout holds the text alone
-        from entrypoints import report
-
-        report.show(history if window is None else window, invocation, console, logs)
+    stop()
+    _show(invocation, logs, window, console, now)
     signum = ending(watch.final())
     if signum is not None:
         raise Interrupted(signum)
     return ExitStatus.OK
+
+
+def _compressed(path: str) -> bool:
+    """Whether the log at `path` is compressed (a FIFO is never opened here: it would block)."""
+    try:
+        return os.path.isfile(path) and is_compressed(path)
+    except OSError:
+        return False  # said when it is read
 
 
 def _check_outputs(invocation: Invocation, logs: list[str]) -> None:
@@ -84,118 +118,125 @@ def _check_outputs(invocation: Invocation, logs: list[str]) -> None:
         textfile.check(invocation.prometheus, logs, extra)
 
 
-def _prepare(
-    invocation: Invocation,
-    logs: list[str],
-    history: LogSummary,
-    checkpoint: Checkpoint | None,
-    window: LogSummary | None,
-    console: StreamConsole,
-    now: float,
-) -> list[bytes | memoryview] | None:
-    """Read every aggregate that will be needed: the Prometheus text (None: not asked for),
-    the checkpoint's bound, and (unless -q) the whole history for the table, the fine
-    buckets of its histograms decoded for the quantiles. Nothing is written yet, so that
-    a damaged saved aggregate can still be set aside."""
-    if not console.quiet and invocation.prometheus != "-":
-        for aggregate in history.summary.by_key.values():  # every saved aggregate read, here
-            aggregate.durations.span()
-            aggregate.attempt_durations.span()
-    data = None
-    if invocation.prometheus is not None:
-        from entrypoints import prometheus
-
-        before = None if checkpoint is None else _before(checkpoint, invocation)
-        data, series, placed = prometheus.render(
-            history.summary,
-            invocation.by,
-            malformed=history.malformed,
-            series=[] if checkpoint is None else checkpoint.series,
-            now=now,
-            window=None if window is None else window.summary.finished(),
-            window_seconds=invocation.since,
-            constant=tuple(invocation.labels),
-            log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
-            retire_before=None if not invocation.retire_after else now - invocation.retire_after,
-            before=before,
-        )
-        if checkpoint is not None:
-            checkpoint.series, checkpoint.placed = series, placed
-    if checkpoint is not None:
-        checkpoint.bound(history)
-    return data
+def _history(
+    logs: list[str], by: str, since: float | None, checkpoint: Checkpoint | None,
+    stop: Callable[[], None], console: StreamConsole, invocation: Invocation, bound: Bound,
+) -> Summary:  # fmt: skip
+    """The whole history: from the checkpoint for one plain log, else read whole."""
+    if checkpoint is None:
+        return _whole(logs, by, since, stop, bound)
+    try:
+        return checkpoint.update(stop, console.info, bound)
+    except FileNotFoundError:
+        if invocation.logs:
+            raise StateError(f"no attempt log at {logs[0]}") from None
+        console.info(f"no attempt log at {logs[0]} yet: nothing to summarize")
+        return Summary()
+    except OSError as exc:
+        raise _unreadable(logs[0], exc) from None
 
 
-def _before(checkpoint: Checkpoint, invocation: Invocation) -> tuple[bytes, dict[str, Any]] | None:
-    """The textfile this export may copy unchanged series from: the one written last, to
-    the same path with the same constant labels, if it is still as it was written."""
-    export = checkpoint.export
-    path = invocation.prometheus
-    labels = [list(pair) for pair in invocation.labels]
-    if export is None or path in (None, "-") or export["labels"] != labels:
-        return None
-    from adapters import textfile
+def _whole(
+    logs: list[str], by: str, since: float | None, stop: Callable[[], None], bound: Bound
+) -> Summary:
+    """Every line of every log, in order (`-` is stdin)."""
+    found = Summary(since)
+    found.bound = (bound[0], [], bound[1])
+    for path in logs:
+        try:
+            if path == "-":
+                read_stream(sys.stdin.buffer, 0, found, by, stop)
+            elif _compressed(path):
+                with open_log(path) as handle:
+                    read_stream(handle, 0, found, by, stop)
+            else:
+                fd = open_regular(path)
+                try:
+                    read_range(fd, 0, os.fstat(fd).st_size, found, by, stop)
+                finally:
+                    os.close(fd)
+        except (OSError, EOFError) as exc:
+            raise _unreadable(path, exc) from None
+    return found
 
-    old = textfile.read_same(path, export)
-    return None if old is None else (old, export["lines"])
+
+def _unreadable(path: str, exc: OSError | EOFError) -> StateError:
+    from adapters.checkpoint import why
+
+    if isinstance(exc, IsADirectoryError):
+        return StateError(f"{path} is a folder, not an attempt log")
+    if isinstance(exc, FileNotFoundError):
+        return StateError(f"no attempt log at {path}")
+    return StateError(f"cannot read {path}: {why(exc)}")
 
 
-def _write_out(
-    invocation: Invocation,
-    logs: list[str],
-    history: LogSummary,
-    checkpoint: Checkpoint | None,
-    console: StreamConsole,
-    data: list[bytes | memoryview] | None,
-) -> None:
+def _export(
+    invocation: Invocation, logs: list[str], history: Summary, window: Summary | None,
+    checkpoint: Checkpoint | None, console: StreamConsole, now: float,
+) -> None:  # fmt: skip
     """The malformed count, the Prometheus text, and the checkpoint."""
+    from entrypoints.prometheus import label_of, render
+
+    exported = [] if checkpoint is None else checkpoint.exported
+    history.fold(lambda key: label_of(key, invocation.by), exported, KEYS_HELD)
     if history.malformed:
         noun = "line" if history.malformed == 1 else "lines"
         console.info(
             f"skipped {history.malformed} malformed {noun} of {history.lines} in {logs[-1]}"
         )
-    if data is not None and invocation.prometheus is not None:
+    if invocation.prometheus is not None:
+        retire = invocation.retire_after
+        text = render(
+            history, invocation.by, exported, now=now,
+            window=None if window is None else window.finished(), window_seconds=invocation.since,
+            constant=tuple(invocation.labels),
+            log_present=logs == ["-"] or any(os.path.exists(path) for path in logs),
+            retire_before=now - retire if retire else None,
+        )  # fmt: skip
         if invocation.prometheus == "-":
-            console.answer(b"".join(data).decode().removesuffix("\n"), even_quiet=True)
+            console.answer(text.decode().removesuffix("\n"), even_quiet=True)
         else:
             from adapters import textfile
 
-            identity = textfile.write(invocation.prometheus, data)
-            if checkpoint is not None:
-                checkpoint.exported(identity, [list(pair) for pair in invocation.labels])
-    if checkpoint is not None:
-        try:
-            checkpoint.save(history)
-        except OSError as exc:
-            why = f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
-            if invocation.prometheus is None:
-                console.info(why)
-            else:  # said under -q too: an exported counter is no longer sure to only grow
-                console.warn(
-                    f"{why}; every stats reads the whole log again, and an exported counter "
-                    "falls when a rotated log is deleted (keep it elsewhere: --checkpoint FILE)"
-                )
+            textfile.write(invocation.prometheus, text, 0o644)
+    if checkpoint is None:
+        return
+    from adapters.checkpoint import KEYS_MAX, OPEN_MAX
+
+    history.fold(lambda key: label_of(key, invocation.by), exported, KEYS_MAX)
+    history.forget_open(OPEN_MAX, now)
+    try:
+        checkpoint.save(history)
+    except OSError as exc:
+        why = f"cannot keep the stats checkpoint {checkpoint.path}: {exc.strerror or exc}"
+        if invocation.prometheus is None:
+            console.info(why)
+        else:  # said under -q too: an exported counter is no longer sure to only grow
+            console.warn(
+                f"{why}; every stats reads the whole log again, and an exported counter "
+                "falls when a rotated log is deleted (keep it elsewhere: --checkpoint FILE)"
+            )
 
 
-def _history(
-    logs: list[str], by: str, watch: SignalWatch, console: StreamConsole, given: str | None
-) -> tuple[LogSummary, Checkpoint | None]:
-    """The whole history: from the checkpoint (beside the log, or `given`: --checkpoint) for
-    one log file, else read whole."""
-    from adapters.checkpoint import Checkpoint
-    from adapters.rotation import is_compressed
+def _show(
+    invocation: Invocation, logs: list[str], found: Summary, console: StreamConsole, now: float
+) -> None:
+    """The JSON document (asked for: even under -q), or the table (not under -q with an
+    export: the cron recipe's silence)."""
+    from entrypoints import report
 
-    for path in logs:
-        refuse_unless_regular(path)
-    single = logs[0]
-    if len(logs) == 1:
-        try:
-            if not (os.path.exists(single) and is_compressed(single)):
-                checkpoint = Checkpoint(single, by, console.warn, given)
-                return checkpoint.update(watch, console.info), checkpoint
-        except FileNotFoundError:
-            console.info(f"no attempt log at {single} yet: nothing to summarize")
-            return LogSummary(Summary(), 0, 0), None
-        except OSError as exc:
-            raise unreadable(single, exc) from None
-    return read_whole(logs, by, None, watch), None
+    if invocation.prometheus == "-" or (
+        console.quiet and invocation.prometheus and not invocation.json
+    ):
+        return
+    groups = found.finished()
+    if invocation.json:
+        document = report.as_json(groups, invocation.by, logs, found.lines, found.malformed)
+        console.answer(document, even_quiet=True)
+    elif any(group.runs or group.busy for group in groups.values()):
+        width, colour = report.terminal()
+        lines = report.table(groups, invocation.by, width, now, colour)
+        console.answer("\n".join(lines), even_quiet=True)
+    elif found.lines or any(os.path.exists(path) for path in logs):
+        within = " in that time" if invocation.since is not None else ""
+        console.info(f"no runs in {', '.join(logs)}{within}")

@@ -16,9 +16,7 @@ from it within a few milliseconds of the folder (reading the archive's index). A
 other Python finds bytecode of another version, passes it by, and compiles the
 source, as before (so an old one still says what it lacks): build it with the Python
 that will run it. The bytecode is unchecked-hash (PEP 552): the archive never
-changes, so nothing is compared at start. The modules `stats --prometheus` always
-imports are also kept together in one file of their code (adapters.preload), loaded at
-once by that same Python.
+changes, so nothing is compared at start.
 """
 
 from __future__ import annotations
@@ -60,35 +58,15 @@ def bytecode(path: Path, name: str, scratch: str) -> bytes:
     return Path(compiled).read_bytes()
 
 
-def stats_modules(compiled: dict[str, bytes]) -> tuple[str, bytes]:
-    """The file of the modules `stats --prometheus` loads at once (adapters.preload): its
-    name in the archive, and its bytes, each module's code the archive's own bytecode
-    (`compiled`, by name in the archive: a .pyc's code follows its 16-byte header)."""
-    sys.path.insert(0, str(ROOT))
-    from adapters.preload import file_name  # noqa: PLC0415 - the runner's own, from ROOT
-    from adapters.preload_write import packed  # noqa: PLC0415
-    from entrypoints.manage import STATS_MODULES  # noqa: PLC0415
-
-    modules = []
-    for module in STATS_MODULES:
-        name = module.replace(".", "/") + ".py"
-        size = (ROOT / name).stat().st_size
-        modules.append((name, 0, size, compiled[name][16:]))
-    return f"entrypoints/{file_name('stats')}", b"".join(packed(STATS_MODULES, modules))
-
-
 def build(output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".part")
     with tempfile.TemporaryDirectory() as scratch, partial.open("wb") as handle:
         handle.write(SHEBANG)
         with zipfile.ZipFile(handle, "w") as archive:
-            compiled = {}
             for name, path in sources():
-                compiled[name] = bytecode(path, name, scratch)
                 _add(archive, name, path.read_bytes(), zipfile.ZIP_DEFLATED)
-                _add(archive, name[:-3] + ".pyc", compiled[name], zipfile.ZIP_STORED)
-            _add(archive, *stats_modules(compiled), zipfile.ZIP_STORED)
+                _add(archive, name[:-3] + ".pyc", bytecode(path, name, scratch), zipfile.ZIP_STORED)
     partial.chmod(0o755)
     os.replace(partial, output)
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain.aggregate import Aggregate
 from domain.attempts import AttemptRecord, Outcome
-from domain.errors import Damaged, Interrupted, LockBusy
+from domain.errors import Interrupted, LockBusy
 
 
 class FakeClock:
@@ -178,23 +177,6 @@ class FakeLeaseStore:
         if isinstance(answer, Exception):
             raise answer
         return answer
-
-
-class FakeSaved:
-    """An aggregate kept by a store: counts how often it is read; `damaged` makes reading it
-    fail as a store's damaged aggregate does."""
-
-    def __init__(self, aggregate: Aggregate, *, damaged: bool = False) -> None:
-        self.aggregate = aggregate
-        self.last_run = aggregate.last_run
-        self.damaged = damaged
-        self.wakes = 0
-
-    def wake(self) -> Aggregate:
-        self.wakes += 1
-        if self.damaged:
-            raise Damaged("an aggregate does not hold together")
-        return self.aggregate.copy()
 
 
 def waiting(clock: FakeClock, stop_after: float) -> Callable[[float], bool]:

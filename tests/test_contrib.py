@@ -14,10 +14,9 @@ from entrypoints import prometheus
 from tests.procs import ROOT
 
 
-def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
-    """The textfile as text, the label values it exported, and where its series are."""
-    data, known, placed = prometheus.render(history, by, **options)
-    return b"".join(data).decode(), known, placed
+def export(history: Summary, by: str, **options: Any) -> str:
+    """The textfile as text."""
+    return prometheus.render(history, by, [], **options).decode()
 
 
 METRIC = re.compile(r"\brunner_[a-z_]+\b")
@@ -27,12 +26,12 @@ T0 = 1_800_000_000.0
 def exported() -> set[str]:
     """Every sample name of a textfile with runs of every outcome, retries, a window."""
     s = Summary()
-    for n, rc in enumerate([0, 1, 124, 143]):
-        s.add(f"r{n}", "job", T0 + n, 1, rc, 10, False)
-    s.add("w", "job", T0 + 9, 1, 1, 10, True)
-    text, _, _ = export(
-        s, "cmd", malformed=1, series=[], now=T0, window=s.finished(), window_seconds=60
-    )
+    for n, (rc, outcome) in enumerate([(0, "success"), (1, "failure"), (124, "timeout")]):
+        s.add(f"r{n}", "job", T0 + n, 1, rc, 10, outcome, False)
+    s.add("r3", "job", T0 + 4, 1, 143, 10, "signal", False)
+    s.add("w", "job", T0 + 9, 1, 1, 10, "failure", True)
+    s.malformed = 1
+    text = export(s, "cmd", now=T0, window=s.finished(), window_seconds=60)
     return {
         sample.name for family in text_string_to_metric_families(text) for sample in family.samples
     }

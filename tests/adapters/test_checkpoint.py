@@ -13,10 +13,11 @@ import pytest
 
 from adapters.checkpoint import Checkpoint
 from adapters.jsonl import attempt_line
-from adapters.logfile import LogSummary, summarize
+from adapters.log_read import read_range
 from adapters.signals import SignalWatch
 from domain.attempts import AttemptRecord
 from domain.errors import StateError
+from domain.stats import Summary
 
 DAY = 86400.0
 
@@ -29,14 +30,16 @@ def runs(first: int, count: int, at: float = 1_800_000_000.0) -> bytes:
     )
 
 
-def counted(found: LogSummary) -> int:
-    return sum(aggregate.runs for aggregate in found.summary.finished().values())
+def counted(found: Summary) -> int:
+    return sum(aggregate.runs for aggregate in found.finished().values())
 
 
-def update(log: Path, watch: SignalWatch, warnings: list[str] | None = None) -> LogSummary:
+def update(log: Path, watch: SignalWatch, warnings: list[str] | None = None) -> Summary:
     said = [] if warnings is None else warnings
-    keeper = Checkpoint(str(log), "cmd", said.append)
-    found = keeper.update(watch, said.append)
+    path = str(log.parent / f".{log.name}.stats-cmd.json")
+    keeper = Checkpoint(str(log), "cmd", path, False, said.append)
+    found = keeper.update(lambda: None, said.append)
+    found.forget_open(100_000, time.time())
     keeper.save(found)
     return found
 
@@ -66,10 +69,10 @@ def test_a_rotation_in_the_middle_of_a_read_loses_and_doubles_nothing(
     assert counted(update(log, watch)) == 10
     with log.open("ab") as handle:
         handle.write(runs(10, 500))
-    real = summarize
+    real = read_range
     calls: list[int] = []
 
-    def rotating(*args: object, **kwargs: object) -> LogSummary:
+    def rotating(*args: object, **kwargs: object) -> bool:
         calls.append(1)
         if len(calls) == 1:
             rotate(log, tmp_path / "runs.jsonl.1")
@@ -77,9 +80,9 @@ def test_a_rotation_in_the_middle_of_a_read_loses_and_doubles_nothing(
                 handle.write(runs(510, 1))
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
     assert counted(update(log, watch)) in (510, 511)  # the new log's line now or next time
-    monkeypatch.setattr("adapters.checkpoint.summarize", real)
+    monkeypatch.setattr("adapters.checkpoint.read_range", real)
     assert counted(update(log, watch)) == 511
 
 
@@ -90,18 +93,18 @@ def test_a_first_read_cut_by_a_copytruncate_counts_the_copy(
     from the copy."""
     log = tmp_path / "runs.jsonl"
     log.write_bytes(runs(0, 300))
-    real = summarize
+    real = read_range
     calls: list[int] = []
 
-    def rotating(*args: object, **kwargs: object) -> LogSummary:
+    def rotating(*args: object, **kwargs: object) -> bool:
         calls.append(1)
         if len(calls) == 1:
             copytruncate(log, tmp_path / "runs.jsonl.1")
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
     assert counted(update(log, watch)) == 300
-    assert len(calls) == 2
+    assert len(calls) == 3  # the log; then the copy and the emptied log
 
 
 def test_a_log_rotated_at_every_read_is_an_error_not_a_wrong_count(
@@ -110,15 +113,15 @@ def test_a_log_rotated_at_every_read_is_an_error_not_a_wrong_count(
     """Bounded: after a few rotations in a row stats says so, and keeps no checkpoint."""
     log = tmp_path / "runs.jsonl"
     log.write_bytes(runs(0, 3))
-    real = summarize
+    real = read_range
     generation = iter(range(1, 100))
 
-    def rotating(*args: object, **kwargs: object) -> LogSummary:
+    def rotating(*args: object, **kwargs: object) -> bool:
         copytruncate(log, tmp_path / f"runs.jsonl-{next(generation):04d}")
         log.write_bytes(runs(1000 * next(generation), 3))
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("adapters.checkpoint.summarize", rotating)
+    monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
     with pytest.raises(StateError, match="rotated again and again"):
         update(log, watch)
     assert not (tmp_path / ".runs.jsonl.stats-cmd.json").exists()
@@ -211,10 +214,10 @@ def test_a_run_open_a_week_of_the_log_s_time_is_forgotten(
     log = tmp_path / "runs.jsonl"
     at = 1_700_000_000.0
     log.write_bytes(attempt_line(AttemptRecord(at, ["job"], 1, 1, 5, "lost", None, 1000)))
-    assert update(log, watch).summary.in_progress() == {"job": 1}
+    assert update(log, watch).in_progress() == {"job": 1}
     with log.open("ab") as handle:
         handle.write(attempt_line(AttemptRecord(at + 8 * DAY, ["job"], 1, 0, 5, "later")))
-    assert update(log, watch).summary.in_progress() == {}
+    assert update(log, watch).in_progress() == {}
 
 
 def test_a_line_dated_years_ahead_does_not_age_the_runs_waiting_for_a_retry(
@@ -229,7 +232,7 @@ def test_a_line_dated_years_ahead_does_not_age_the_runs_waiting_for_a_retry(
     first = attempt_line(AttemptRecord(now - 120, ["job"], 1, 1, 5, "slow", None, 60_000))
     second = attempt_line(AttemptRecord(now - 60, ["job"], 2, 0, 5, "slow"))
     log.write_bytes(ahead + first)
-    assert update(log, watch).summary.in_progress() == {"job": 1}
+    assert update(log, watch).in_progress() == {"job": 1}
     with log.open("ab") as handle:
         handle.write(second)
     assert counted(update(log, watch)) == 2
@@ -260,7 +263,7 @@ def test_a_checkpoint_lost_after_rotations_starts_over_from_every_generation(
     warnings: list[str] = []
     assert counted(update(log, watch, warnings)) == 18
     assert len(warnings) == 1
-    assert "set the stats checkpoint" in warnings[0]
+    assert "not using the stats checkpoint" in warnings[0]
     with log.open("ab") as handle:
         handle.write(runs(18, 2))
     assert counted(update(log, watch)) == 20

@@ -99,7 +99,7 @@ def test_a_textfile_in_a_folder_it_may_not_write_says_the_folder_is_why(
     )
     mocker.patch("adapters.textfile.os.access", return_value=False)
     with pytest.raises(StateError, match=r"its folder .* is not writable"):
-        textfile.write(str(out), b"x 1\n")
+        textfile.write(str(out), b"x 1\n", 0o644)
 
 
 def test_folders_are_made_private_and_a_file_above_is_named(tmp_path: Path) -> None:

@@ -259,7 +259,7 @@ launch(None)
 
 def test_stats_leaves_without_the_interpreters_teardown_its_output_whole(lab: Lab) -> None:
     """stats ends without freeing what it built object by object (3 ms of a repeat),
-    its table still whole on a buffered stdout (cron's environment); run still tears down."""
+    its document still whole on a buffered stdout (cron's environment); run still tears down."""
     for n in range(30):
         lab.run("run", "--", "sh", "-c", f"exit {n % 2}", f"job{n}")
     cron = {name: lab.env[name] for name in ("PATH", "RUNNER_HOME")}
@@ -273,12 +273,13 @@ def test_stats_leaves_without_the_interpreters_teardown_its_output_whole(lab: La
             check=False,
         )
 
-    table = through_script("stats")
+    table = through_script("stats", "--json")
     assert table.returncode == 0
     assert table.stderr == b""
     plain = subprocess.run(
-        [sys.executable, RUNNER, "stats"], env=cron, capture_output=True, timeout=30, check=True
-    )
+        [sys.executable, RUNNER, "stats", "--json"],
+        env=cron, capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
     assert table.stdout == plain.stdout  # the same environment: the same local times
     assert table.stdout.count(b"job") == 30
     ran = through_script("run", "--", "true")

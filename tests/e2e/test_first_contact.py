@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.jsonl import attempt_line
-from adapters.logfile import PARALLEL_FROM
+from adapters.log_read import TWO_FROM as PARALLEL_FROM
 from domain.attempts import AttemptRecord
 from entrypoints.invocation import ACTIONS, ALLOWED
 from tests.e2e.conftest import RUNNER, Lab

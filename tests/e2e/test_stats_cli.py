@@ -10,9 +10,6 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters.jsonl import attempt_line
-from adapters.line_form import POSSESSIVE
-from domain.attempts import AttemptRecord
 from tests.e2e.conftest import Lab
 from tests.procs import UNTIL, catches, lock_held_elsewhere, read_pid, wait_for
 
@@ -248,66 +245,3 @@ def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> 
         wait_for(lambda: catches(waiting.pid, signal.SIGTERM), what="the runner's handlers")
         waiting.send_signal(signal.SIGTERM)
         assert waiting.wait(timeout=20) == 143
-
-
-def imported_by_stats(lab: Lab, prom: str) -> set[str]:
-    """The modules a `stats -q --prometheus` imports through importlib (it succeeds): the
-    standard library's, and those of ours not loaded from the file of its modules."""
-    result = lab.run("stats", "-q", "--prometheus", prom, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert result.returncode == 0, result.stderr
-    lines = result.stderr.decode().splitlines()
-    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
-
-
-def test_a_repeat_after_a_few_runs_imports_neither_re_nor_json(lab: Lab) -> None:
-    """stats in cron every minute reads a few new lines: with the json module's C reader,
-    without importing `re` to compile the line pattern, or the json package (each cost
-    more than the lines)."""
-    prom = str(lab.tmp / "runner.prom")
-    lab.run("run", "--", "true")
-    assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0
-    lab.run("run", "--", "false")
-    lab.run("run", "--name", "job", "--", "sh", "-c", "exit 3")
-    imported = imported_by_stats(lab, prom)
-    assert "adapters.preload" in imported  # (stats' own modules may come from its one file)
-    assert not imported & {"re", "json"}
-    text = (lab.tmp / "runner.prom").read_text()
-    families = {family.name: family for family in text_string_to_metric_families(text)}
-    runs: dict[str, float] = {}
-    for sample in families["runner_runs"].samples:
-        runs[sample.labels["cmd"]] = runs.get(sample.labels["cmd"], 0) + sample.value
-    assert runs == {"true": 1, "false": 1, "sh -c 'exit 3'": 1}
-
-
-@pytest.mark.skipif(not POSSESSIVE, reason="no line pattern before Python 3.11")
-def test_a_repeat_after_an_hour_of_runs_reads_them_with_the_pattern_without_re(lab: Lab) -> None:
-    """An hour's runs (over a thousand lines) are read with the line pattern, built from its
-    program compiled beforehand: `re` is not imported, and every run is counted. Nor are
-    modules for what a repeat does not do: its lock writes no holder's record and makes
-    no folder, and no SIGQUIT came to set the core limit for; nor `bisect`, which only
-    re-exports its C module's functions."""
-    prom = str(lab.tmp / "runner.prom")
-    lab.run("run", "--", "true")
-    assert lab.run("stats", "-q", "--prometheus", prom).returncode == 0
-    hour = [
-        AttemptRecord(1_800_000_000.0 + n, ["job", str(n % 3)], 1, n % 2, 5, f"r{n:05d}")
-        for n in range(1500)
-    ]
-    with lab.log.open("ab") as log:
-        log.write(b"".join(map(attempt_line, hour)))
-    imported = imported_by_stats(lab, prom)
-    assert "adapters.line_program" in imported
-    assert not imported & {"re", "json", "adapters.holders", "adapters.state", "resource", "bisect"}
-    families = text_string_to_metric_families((lab.tmp / "runner.prom").read_text())
-    runs = {
-        (sample.labels["cmd"], sample.labels["outcome"]): sample.value
-        for family in families
-        if family.name == "runner_runs"
-        for sample in family.samples
-        if sample.value
-    }
-    assert runs == {
-        ("true", "success"): 1,
-        **{(f"job {k}", "success"): 250 for k in range(3)},
-        **{(f"job {k}", "failure"): 250 for k in range(3)},
-    }

@@ -1,4 +1,4 @@
-"""--since windows read from the checkpoint's marks: exactly what a whole read counts."""
+"""--since windows: the runs of the current log that started within them, read whole."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import time
 
 import pytest
 
-from adapters import saved
-from adapters.packing import packed, unpacked
 from tests.e2e.conftest import Lab
 
 STEP = 600
@@ -67,9 +65,9 @@ def groups(lab: Lab, *args: str, stdin: bytes = b"") -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_window_from_the_marks_counts_what_a_whole_read_counts(lab: Lab, seed: int) -> None:
-    """After forty `stats` that each read a piece of the log (and each left a mark), every
-    window counts what reading the whole log counts: runs that began before it, whose later
+def test_a_window_after_many_reads_counts_what_a_whole_read_counts(lab: Lab, seed: int) -> None:
+    """After forty `stats` that each read a piece of the log, every window counts what
+    reading the whole log through stdin counts: runs that began before it, whose later
     attempts are in it, and attempts written hours after they began included."""
     now = time.time()
     with lab.log.open("ab") as log:
@@ -77,7 +75,6 @@ def test_a_window_from_the_marks_counts_what_a_whole_read_counts(lab: Lab, seed:
             log.write(b"".join(piece))
             log.flush()
             assert lab.run("stats", "-q").returncode == 0
-    assert len(marks(lab)) > 2 * 10
     whole = lab.log.read_bytes()
     for hours in (0.5, 1, 2, 3, 5, 8, 13, 19, 30):
         window = f"{int(hours * 3600)}s"
@@ -85,40 +82,9 @@ def test_a_window_from_the_marks_counts_what_a_whole_read_counts(lab: Lab, seed:
         assert groups(lab, "--since", window) == read_whole
 
 
-def checkpoint_header(lab: Lab) -> bytes:
-    return (lab.home / ".runs.jsonl.stats-cmd.json").read_bytes().split(b"\n")[1]
-
-
-def marks(lab: Lab) -> list[float]:
-    """The marks the checkpoint keeps: time, offset, time, offset, … (domain.marks)."""
-    return unpacked("d", json.loads(checkpoint_header(lab))["position"]["marks"].encode())
-
-
-def test_a_window_is_read_from_the_latest_mark_before_it(lab: Lab) -> None:
-    """The lines before the mark are not read again: a line there rewritten to start within
-    the window (which no runner does) is not counted, where a whole read counts it."""
-    now = time.time()
-    old = [attempt(f"old{n}", "job", now - 50 * STEP + n, 1, 0, False) for n in range(20)]
-    lab.log.write_bytes(b"".join(old))
-    assert lab.run("stats", "-q").returncode == 0
-    with lab.log.open("ab") as log:
-        log.write(attempt("new", "job", now - STEP / 2, 1, 0, False))
-    assert lab.run("stats", "-q").returncode == 0
-    forged = attempt("old5", "job", now - STEP / 2 - 1, 1, 0, False)
-    assert len(forged) == len(old[5])
-    with lab.log.open("r+b") as log:
-        log.seek(sum(map(len, old[:5])))
-        log.write(forged)
-    window = groups(lab, "--since", "1h")
-    assert [(group["cmd"], group["runs"]) for group in window] == [("job", 1)]
-    whole = groups(lab, "--since", "1h", "--log", "-", stdin=lab.log.read_bytes())
-    assert [(group["cmd"], group["runs"]) for group in whole] == [("job", 2)]
-
-
 def test_a_window_after_a_rotation_is_read_from_the_new_log(lab: Lab) -> None:
-    """The marks are of one file: once the log is rotated they start again, and a window is
-    the new log's. A run whose first attempt is in the rotated log began before the window
-    (which is the new log's) and is not in it: before, its second attempt counted it."""
+    """A window is the current log file's. A run whose first attempt is in the rotated log
+    began before the window (which is the new log's) and is not in it."""
     now = time.time()
     lab.log.write_bytes(
         b"".join(attempt(f"r{n}", "job", now - 30 * STEP + n, 1, 0, False) for n in range(5))
@@ -131,29 +97,8 @@ def test_a_window_after_a_rotation_is_read_from_the_new_log(lab: Lab) -> None:
         + attempt("fresh", "job", now - STEP / 2, 1, 0, False)
     )
     assert lab.run("stats", "-q").returncode == 0
-    assert json.loads(checkpoint_header(lab))["position"]["ino"] == lab.log.stat().st_ino
-    assert marks(lab)[1::2] == [lab.log.stat().st_size]
     window = groups(lab, "--since", "1h")
     assert [(group["cmd"], group["runs"], group["retried_runs"]) for group in window] == [
         ("job", 1, 0)
     ]
     assert groups(lab)[0]["runs"] == 7  # the history: both logs, the retried run whole
-
-
-def test_a_mark_that_is_not_where_a_line_begins_is_not_read_from(lab: Lab) -> None:
-    """A checkpoint is believed once it is the user's own and whole (its CRC), but a mark
-    in it that does not follow a newline cannot be one stats left: the window is read from
-    the log's start rather than from the middle of a line."""
-    now = time.time()
-    lab.log.write_bytes(
-        b"".join(attempt(f"r{n}", "job", now - STEP / 2 - n, 1, 0, False) for n in range(3))
-    )
-    assert lab.run("stats", "-q").returncode == 0
-    path = lab.home / ".runs.jsonl.stats-cmd.json"
-    _, header, *states = path.read_bytes().split(b"\n")
-    fields = json.loads(header)
-    end = float(fields["position"]["offset"])
-    fields["position"]["marks"] = packed("d", [1.0, 5.0, fields["newest"], end]).decode()
-    path.write_bytes(b"".join(saved.sealed(fields, states[:-1])))
-    window = groups(lab, "--since", "1h")
-    assert [(group["cmd"], group["runs"]) for group in window] == [("job", 3)]

@@ -7,14 +7,28 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from domain.stats import Summary
+from domain.stats import BY_RC, Summary
 from entrypoints import prometheus
 
 
-def export(history: Summary, by: str, **options: Any) -> tuple[str, list[str], dict[str, Any]]:
-    """The textfile as text, the label values it exported, and where its series are."""
-    data, known, placed = prometheus.render(history, by, **options)
-    return b"".join(data).decode(), known, placed
+def export(
+    history: Summary,
+    by: str,
+    *,
+    malformed: int = 0,
+    series: list[str] | None = None,
+    **options: Any,
+) -> tuple[str, list[str], None]:
+    """The textfile as text, and the label values it exported."""
+    history.malformed = malformed
+    exported = list(series or [])
+    return prometheus.render(history, by, exported, **options).decode(), exported, None
+
+
+def add(
+    s: Summary, run_id: str, key: str, at: float, n: int, rc: int, ms: int, waits: bool
+) -> None:
+    s.add(run_id, key, at, n, rc, ms, BY_RC[rc], waits)
 
 
 T0 = 1_800_000_000.0
@@ -23,10 +37,10 @@ WEIRD = 'sh -c "echo \\"hi\\"\\nbye" \\\\ done'
 
 def history() -> Summary:
     s = Summary()
-    s.add("r1", "deploy", T0, 1, 1, 100, True)
-    s.add("r1", "deploy", T0 + 1, 2, 0, 400, False)
-    s.add("r2", WEIRD, T0 + 2, 1, 124, 2000, False)
-    s.add("r3", WEIRD, T0 + 9, 1, 0, 10, False)
+    add(s, "r1", "deploy", T0, 1, 1, 100, True)
+    add(s, "r1", "deploy", T0 + 1, 2, 0, 400, False)
+    add(s, "r2", WEIRD, T0 + 2, 1, 124, 2000, False)
+    add(s, "r3", WEIRD, T0 + 9, 1, 0, 10, False)
     return s
 
 
@@ -75,7 +89,7 @@ def test_bucket_lines_carry_labels_with_format_marks_and_nul_as_they_are() -> No
     hand-written line can hold one) is text, in every bucket."""
     key = "printf '%d%%s\x00' 100%"
     s = Summary()
-    s.add("r1", key, T0, 1, 0, 1500, False)
+    add(s, "r1", key, T0, 1, 0, 1500, False)
     text, _, _ = export(s, "cmd", malformed=0, series=[], now=T0, constant=(("env", "5%"),))
     runs = samples(text, "runner_run_duration_seconds")
     buckets = [k for k in runs if k[0] == "runner_run_duration_seconds_bucket"]
@@ -89,8 +103,8 @@ def test_counters_never_go_down_and_series_never_disappear() -> None:
     """Two exports with runs between: no counter is smaller, no series has gone."""
     s = history()
     first, series, _ = export(s, "cmd", malformed=0, series=[], now=T0 + 10)
-    s.add("r4", "new-job", T0 + 20, 1, 1, 5, True)
-    s.add("r5", "deploy", T0 + 21, 1, 2, 5, False)
+    add(s, "r4", "new-job", T0 + 20, 1, 1, 5, True)
+    add(s, "r5", "deploy", T0 + 21, 1, 2, 5, False)
     second, series, _ = export(s, "cmd", malformed=0, series=series, now=T0 + 30)
     before = {k: v for f in text_string_to_metric_families(first) for k, v in _keyed(f)}
     after = {k: v for f in text_string_to_metric_families(second) for k, v in _keyed(f)}
@@ -113,7 +127,7 @@ def _keyed(family: object) -> list[tuple[tuple[str, ...], float]]:
 def test_an_open_run_is_in_progress_not_a_counted_failure() -> None:
     """A run waiting for a retry counts no run yet, so its later success lowers no counter."""
     s = Summary()
-    s.add("r1", "job", T0, 1, 1, 10, True)
+    add(s, "r1", "job", T0, 1, 1, 10, True)
     text, _, _ = export(s, "cmd", malformed=0, series=[], now=T0)
     assert samples(text, "runner_runs")[("runner_runs_total", "cmd=job", "outcome=failure")] == 0
     assert samples(text, "runner_runs_in_progress")[("runner_runs_in_progress", "cmd=job")] == 1
@@ -130,9 +144,9 @@ def test_daily_names_share_one_series_and_the_count_is_capped(
     monkeypatch.setattr(prometheus, "MAX_SERIES", 3)
     s = Summary()
     for day in range(1, 8):
-        s.add(f"n{day}", f"nightly-2026-11-{day:02d}", T0 + day, 1, 0, 5, False)
+        add(s, f"n{day}", f"nightly-2026-11-{day:02d}", T0 + day, 1, 0, 5, False)
     for n, name in enumerate(["alpha", "beta", "gamma"]):
-        s.add(f"x{n}", name, T0 + 100 + n, 1, 0, 5, False)
+        add(s, f"x{n}", name, T0 + 100 + n, 1, 0, 5, False)
     text, series, _ = export(s, "name", malformed=0, series=[], now=T0)
     runs = samples(text, "runner_runs")
     assert runs[("runner_runs_total", "name=nightly-N-N-N", "outcome=success")] == 7
@@ -146,7 +160,7 @@ def test_a_window_is_exported_as_gauges_next_to_the_counters() -> None:
     """--since: runner_window_* gauges for the window; counters still the whole history."""
     s = history()
     window = Summary(since=T0 + 5)
-    window.add("r3", WEIRD, T0 + 9, 1, 0, 10, False)
+    add(window, "r3", WEIRD, T0 + 9, 1, 0, 10, False)
     text, _, _ = export(
         s, "cmd", malformed=0, series=[], now=T0, window=window.finished(), window_seconds=3600
     )
@@ -156,3 +170,34 @@ def test_a_window_is_exported_as_gauges_next_to_the_counters() -> None:
     assert gauge[("runner_window_runs", "cmd=deploy", "outcome=success")] == 0
     assert gauge[("runner_window_runs", f"cmd={WEIRD}", "outcome=success")] == 1
     assert samples(text, "runner_runs")[("runner_runs_total", "cmd=deploy", "outcome=success")] == 1
+
+
+def test_a_busy_run_is_its_own_outcome_of_the_runs_counter() -> None:
+    """A run refused by a busy lock is runner_runs_total{outcome="busy"}, never a failure."""
+    s = history()
+    s.add_busy("deploy", T0 + 30)
+    text, _, _ = export(s, "cmd", now=T0)
+    runs = samples(text, "runner_runs")
+    assert runs[("runner_runs_total", "cmd=deploy", "outcome=busy")] == 1
+    assert runs[("runner_runs_total", "cmd=deploy", "outcome=failure")] == 0
+
+
+def test_retiring_never_drops_a_job_with_a_run_in_progress_nor_moves_its_window() -> None:
+    """Regression: --retire-after dropped a job that was running (its in-progress gauge went
+    with it), and with --since a retired job's window runs were summed under (other)."""
+    s = Summary()
+    add(s, "old", "quiet", T0, 1, 0, 10, False)
+    add(s, "slow", "running", T0, 1, 1, 10, True)
+    window = Summary(since=T0 - 1)
+    add(window, "old", "quiet", T0, 1, 0, 10, False)
+    text, series, _ = export(
+        s, "cmd", now=T0 + 86400, retire_before=T0 + 3600, window=window.finished(),
+        window_seconds=86400 * 2,
+    )  # fmt: skip
+    assert series == ["running"]
+    assert samples(text, "runner_runs_in_progress") == {
+        ("runner_runs_in_progress", "cmd=running"): 1,
+    }  # fmt: skip
+    assert ("runner_window_runs", "cmd=(other)", "outcome=success") not in samples(
+        text, "runner_window_runs"
+    )
