@@ -96,6 +96,10 @@ def attempt_line(record: AttemptRecord) -> bytes:
         fields["signal"] = signal_name(record.signal)
     if record.ping_failed:
         fields["ping_failed"] = True
+    if record.busy:
+        fields["busy"] = True
+    if not record.attempted:
+        fields["attempted"] = False
     return (dumps(fields) + "\n").encode("ascii")
 
 

@@ -130,11 +130,16 @@ class AttemptRecord(Value):
     `token` is the fencing token of the lock the attempt ran under, if any.
     `timed_out` says whether the runner's own timeout (or deadline) ended it;
     `signal` is the number of the signal that ended it, if one did. `ping_failed`
-    says that a --ping of this run failed by the time the line was written.
+    says that a --ping of this run failed by the time the line was written. Two lines
+    end a run without an attempt: `busy` (a busy lock refused the run: `rc` is what the
+    runner exits with) and not `attempted` (a signal came during the wait after attempt
+    `attempt`: `duration_ms` is how long it waited).
     """
 
     __slots__ = (
         "attempt",
+        "attempted",
+        "busy",
         "cmd",
         "delay_ms",
         "duration_ms",
@@ -174,3 +179,5 @@ class AttemptRecord(Value):
         self.timed_out = timed_out
         self.signal = signal
         self.ping_failed = False
+        self.busy = False
+        self.attempted = True

@@ -96,8 +96,16 @@ class Attempts:
                 raise LockLost(step.reason, "command stopped")
             if isinstance(step, Finish):
                 return step.rc
+            waited = self.clock.wall(), self.clock.monotonic()
             signum = self.clock.sleep(step.delay)
-            if signum is not None:
+            if signum is not None:  # the run's end, logged: no attempt, no retry
+                stopped = AttemptRecord(
+                    waited[0], cmd, attempt, 128 + signum,
+                    max(0, round((self.clock.monotonic() - waited[1]) * 1000)),
+                    self.run_id, name, None, token, False, signum,
+                )  # fmt: skip
+                stopped.attempted = False
+                self.sink.record(stopped)
                 raise Interrupted(signum)
             lost = None if lock is None else lock.lost()
             if lost is not None:

@@ -147,6 +147,7 @@ def _execute(
         processes, wiring.clock(watch), recorder, console, run_id, wiring.random()
     )
     code: int = ExitStatus.RUNNER_ERROR
+    began = attempts.clock.wall(), attempts.clock.monotonic()
     try:
         code = _perform(invocation, attempts, backend, console)
         return code
@@ -155,6 +156,14 @@ def _execute(
         raise
     except LockBusy as busy:
         busy.status = code = invocation.conflict_exit_code  # what the run exits with, pinged
+        from domain.attempts import AttemptRecord
+
+        waited = max(0, round((attempts.clock.monotonic() - began[1]) * 1000))
+        refused = AttemptRecord(
+            began[0], invocation.cmd, 1, code, waited, run_id, invocation.name or None
+        )
+        refused.busy = True
+        recorder.record(refused)  # the run's one line: the overlap shows in stats
         raise
     except RunnerError as error:
         code = error.status
