@@ -58,6 +58,7 @@ class Checkpoint:
         self._body: dict[str, Any] | None = None
         self._at: dict[str, Any] = {}
         self._counted: list[str] = []
+        self._loaded: Summary | None = None
 
     def update(
         self, stop: Callable[[], None], warn: Callable[[str], None], bound: Bound | None = None
@@ -66,9 +67,14 @@ class Checkpoint:
         past it. Raises FileNotFoundError when there is no log and no checkpoint, StateError
         when a part of it cannot be read (the checkpoint then stays as it was)."""
         self._body = self._read()
-        for _ in range(TRIES):
+        for tried in range(TRIES):
             body = self._body
-            summary = Summary() if body is None else stats_state.load(body["summary"])
+            if body is None:
+                summary = Summary()
+            elif tried:  # a read begun again: from the checkpoint again
+                summary = stats_state.load(body["summary"])
+            else:
+                summary = self._loaded or Summary()
             self.exported = [] if body is None else list(body["exported"])
             if bound is not None:
                 summary.bound = (bound[0], self.exported, bound[1])
@@ -85,6 +91,9 @@ class Checkpoint:
                 whole = read_range(fd, start, end, summary, self.by, stop)
                 if whole and os.fstat(fd).st_size >= end and head_at(fd) == head:
                     self._at = {"dev": info.st_dev, "ino": info.st_ino, "head": head, "offset": end}
+                    if body is not None and start:  # read on in the same file: as they were
+                        self._counted = body["counted"]
+                        return summary
                     found = known_generations(self.log, info)
                     self._counted = [first for _, first in found if first != head][
                         -GENERATIONS_MAX:
@@ -152,17 +161,21 @@ class Checkpoint:
             doc = json.loads(raw)
             if type(doc) is not dict or doc.get("version") != VERSION:
                 raise Untrusted("written by another version of runner")
-            body = doc["body"]
-            if doc["crc32"] != f"{crc32(_encode(body)):08x}":
+            body, said = doc["body"], doc["crc32"]
+            head = b'{"version":%d,"crc32":"%s","body":' % (VERSION, said.encode())
+            if not (raw.startswith(head) and raw.endswith(b"}\n")) or (
+                crc32(raw[len(head) : -2]) != int(said, 16)
+            ):
                 raise Untrusted("damaged: its checksum does not match")
             if body["by"] != self.by or type(body["exported"]) is not list:
                 raise Untrusted("damaged: it is not a checkpoint of this grouping")
-            stats_state.load(body["summary"])  # every value checked once, here
+            loaded = stats_state.load(body["summary"])  # every value checked, once
             at = body["at"]
             if not (
                 type(at["offset"]) is int and at["offset"] >= 0 and type(body["counted"]) is list
             ):
                 raise Untrusted("damaged: its position is not one stats writes")
+            self._loaded = loaded
             return body  # type: ignore[no-any-return]
         except Untrusted as exc:
             reason = str(exc)
@@ -193,7 +206,7 @@ class Checkpoint:
 
 
 def _encode(body: object) -> bytes:
-    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    return json.dumps(body, separators=(",", ":"), allow_nan=False, check_circular=False).encode()
 
 
 def why(exc: OSError | EOFError) -> str:

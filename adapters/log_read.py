@@ -4,8 +4,6 @@ between two processes when it is large), a compressed one as a stream."""
 from __future__ import annotations
 
 import os
-import pickle
-import signal
 from json import JSONDecoder, loads
 
 from adapters.forked import become_helper
@@ -19,8 +17,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import BinaryIO
 
-CHUNK = 1 << 20
+CHUNK = 2 << 20
 """Bytes read at a time: a signal is acted on between two chunks."""
+SETTLE_EVERY = 4
+"""Chunks read between two counts of what waits in the summary (see Summary.settle)."""
 TWO_FROM = 8 << 20
 """Bytes from which a plain log is read by two processes, where two cores may be used."""
 KEYS_MAX = 100_000
@@ -40,6 +40,7 @@ class LineReader:
         self.summary = summary
         self.by_name = by == "name"
         self.keys: dict[object, str] = {}
+        self.fed = 0
 
     def feed(self, data: bytes) -> None:
         """Lines joined by newlines (no newline at the end); an empty one is malformed."""
@@ -62,7 +63,9 @@ class LineReader:
                 record(found)
             except _BROKEN:
                 self.record_loosely(line)
-        summary.settle()
+        self.fed += 1
+        if self.fed % SETTLE_EVERY == 0:
+            summary.settle()
 
     def record_loosely(self, line: str) -> None:
         """A line `raw_decode` refused: spaces around it are allowed, as json.loads allows."""
@@ -86,9 +89,13 @@ class LineReader:
         ):
             raise ValueError(ts)
         started = parse(ts).timestamp()
-        said = record.get("name", "-") if self.by_name else cmd
-        key = self.keys.get(tuple(said) if type(said) is list else said) or self._key(said)
-        if len(record) > 7 or ("name" not in record and len(record) > 6):
+        if self.by_name:
+            said = record.get("name", "-")
+            key = self.keys.get(said) or self._key(said)
+        else:
+            key = self.keys.get(tuple(cmd)) or self._key(cmd)
+        size = len(record)
+        if size > 7 or (size == 7 and "name" not in record):
             if record.get("busy") is True:
                 self.summary.add_busy(key, started)
                 return
@@ -99,7 +106,9 @@ class LineReader:
             self.summary.add(
                 run_id, key, started, attempt, rc, ms, outcome, "delay_ms" in record, tried
             )
-        else:  # the lab's keys, the run id and perhaps a name: nothing else to read
+        elif attempt == 1:  # the lab's keys, the run id and perhaps a name: one attempt
+            self.summary.add_one(run_id, key, started, rc, ms)
+        else:
             self.summary.add(run_id, key, started, attempt, rc, ms, BY_RC[rc], False)
 
     def _key(self, said: object) -> str:
@@ -186,6 +195,9 @@ def _read_in_two(
     fd: int, start: int, middle: int, end: int, into: Summary, by: str, stop: Callable[[], None]
 ) -> bool:
     """The first half here, the second in a child process that hands back its summary."""
+    import pickle  # noqa: PLC0415 - only for a large log
+    import signal  # noqa: PLC0415
+
     parent = os.getpid()
     out, inp = os.pipe()
     pid = os.fork()
@@ -201,6 +213,8 @@ def _read_in_two(
                     os._exit(1)
 
             whole = _read(fd, middle, end, LineReader(later, by), orphaned)
+            later.settle()
+            later.bound = None  # a function: not to be pickled, and the parent has its own
             with os.fdopen(inp, "wb") as pipe:
                 pickle.dump((whole, later), pipe, protocol=pickle.HIGHEST_PROTOCOL)
             code = 0
@@ -242,11 +256,11 @@ def _two_cores() -> bool:
     if len(os.sched_getaffinity(0)) < 2:
         return False
     try:
-        with open("/proc/self/cgroup") as own:
-            group = own.read().split("\n")[0].rpartition(":")[2]
+        with open("/proc/self/cgroup") as own:  # cgroup v2: the line "0::/path"
+            group = next(line[3:] for line in own.read().split("\n") if line.startswith("0::"))
         with open(f"/sys/fs/cgroup{group}/cpu.max") as limit:
             quota, period = limit.read().split()
-    except (OSError, ValueError):
+    except (OSError, ValueError, StopIteration):
         return True
     return quota == "max" or int(quota) >= 2 * int(period)
 

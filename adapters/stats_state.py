@@ -46,7 +46,8 @@ def _aggregate(found: Aggregate) -> dict[str, object]:
 
 
 def _histogram(found: Histogram) -> list[object]:
-    return [found.le, sorted(found.fine.items()), found.count, found.total, found.maximum]
+    low, fine = found.fine
+    return [found.le, low, fine, found.count, found.total, found.maximum]
 
 
 def load(plain: Any) -> Summary:
@@ -78,10 +79,8 @@ def _read_aggregate(plain: Any) -> Aggregate:
         setattr(made, name, None if plain[name] is None else _time(plain[name]))
     for name in _CODES:
         setattr(made, name, None if plain[name] is None else _rc(plain[name]))
-    made.outcomes = dict(zip(OUTCOMES, map(_count, _exactly(plain["outcomes"], 4)), strict=True))
-    made.attempt_outcomes = dict(
-        zip(OUTCOMES, map(_count, _exactly(plain["attempt_outcomes"], 4)), strict=True)
-    )
+    made.outcomes = dict(zip(OUTCOMES, _counts(plain["outcomes"], 4), strict=True))
+    made.attempt_outcomes = dict(zip(OUTCOMES, _counts(plain["attempt_outcomes"], 4), strict=True))
     made.codes = {_rc(rc): _count(n) for rc, n in plain["codes"]}
     made.recent = [(_time(at), OUTCOMES[_count(o)]) for at, o in plain["recent"]]
     made.durations = _read_histogram(plain["durations"])
@@ -90,16 +89,24 @@ def _read_aggregate(plain: Any) -> Aggregate:
 
 
 def _read_histogram(plain: Any) -> Histogram:
-    le, fine, count, total, most = plain
+    le, low, fine, count, total, most = plain
     made = Histogram()
-    fine_counts = {_count(index): _count(n) for index, n in fine}
-    if max(fine_counts, default=0) > 2000:
+    counts = _counts(fine, None)
+    if _count(low) + len(counts) > 2000:
         raise ValueError("a fine bucket past any duration")
     made.restore(
-        [_count(n) for n in _exactly(le, len(LE_MS) + 1)], fine_counts,
-        _count(count), _count(total), _count(most),
-    )  # fmt: skip
+        _counts(le, len(LE_MS) + 1), (low, counts), _count(count), _count(total), _count(most)
+    )
     return made
+
+
+def _counts(value: object, size: int | None) -> list[int]:
+    """A list of counts (of `size` of them), checked in C-level passes."""
+    if type(value) is not list or (size is not None and len(value) != size):
+        raise ValueError("a list of counts")
+    if value and (set(map(type, value)) != {int} or min(value) < 0):
+        raise ValueError("a count")
+    return value
 
 
 def _count(value: object) -> int:
@@ -142,9 +149,3 @@ def _dict(value: object) -> list[tuple[Any, Any]]:
     if type(value) is not dict:
         raise ValueError("a table")
     return list(value.items())
-
-
-def _exactly(value: object, size: int) -> list[Any]:
-    if type(value) is not list or len(value) != size:
-        raise ValueError("a list")
-    return value

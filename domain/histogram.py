@@ -6,7 +6,7 @@ from bisect import bisect_right
 from collections import Counter
 from itertools import repeat
 from math import ceil, log
-from operator import truediv
+from operator import add
 
 LE_SECONDS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
@@ -17,24 +17,25 @@ LE_MS = tuple(round(bound * 1000) for bound in LE_SECONDS)
 RATIO = 1.04
 """Each fine bucket's upper bound is 4% above the one before: a quantile read as the middle
 of its bucket is within 2% of the true one."""
-_LOG_RATIO = log(RATIO)
 """Fine bucket i holds the durations in (RATIO**(i-1), RATIO**i] milliseconds; 0 holds 0 and 1."""
 
 
 class Histogram:
     """Durations in milliseconds: `le` counts per exported bucket (not cumulative; the last
-    is +Inf), `fine` counts per fine bucket, and their count, total and maximum.
+    is +Inf), `fine` counts per fine bucket from bucket `low` on, and their count, total and
+    maximum.
 
     `add` only appends to `pending`; `settle` counts what is pending in a few C-level
     passes (a sort, one bisect per bound, a Counter of the fine buckets), which makes a
     first read of a million lines a second shorter than counting each duration alone.
     Every reader of the counts settles first."""
 
-    __slots__ = ("_count", "_fine", "_le", "_maximum", "_total", "pending")
+    __slots__ = ("_count", "_fine", "_le", "_low", "_maximum", "_total", "pending")
 
     def __init__(self) -> None:
         self._le = [0] * (len(LE_MS) + 1)
-        self._fine: dict[int, int] = {}
+        self._fine: list[int] = []
+        self._low = 0
         self._count = self._total = self._maximum = 0
         self.pending: list[int] = []
 
@@ -56,9 +57,24 @@ class Histogram:
             self._le[place] += below - at
             at = below
         self._le[-1] += len(pending) - at
-        logs = map(truediv, map(log, map(max, pending, repeat(1))), repeat(_LOG_RATIO))
-        for index, n in Counter(map(ceil, logs)).items():
-            self._fine[index] = self._fine.get(index, 0) + n
+        ones = bisect_right(pending, 1)
+        counts = Counter(map(ceil, map(log, pending[ones:], repeat(RATIO))))
+        if ones:
+            counts[0] += ones
+        self._widen(min(counts), max(counts))
+        for index, n in counts.items():
+            self._fine[index - self._low] += n
+
+    def _widen(self, low: int, high: int) -> None:
+        """Make room in `_fine` for the buckets `low` to `high`."""
+        if not self._fine:
+            self._fine, self._low = [0] * (high - low + 1), low
+            return
+        if low < self._low:
+            self._fine[:0] = [0] * (self._low - low)
+            self._low = low
+        if high >= self._low + len(self._fine):
+            self._fine += [0] * (high - self._low - len(self._fine) + 1)
 
     @property
     def le(self) -> list[int]:
@@ -66,9 +82,10 @@ class Histogram:
         return self._le
 
     @property
-    def fine(self) -> dict[int, int]:
+    def fine(self) -> tuple[int, list[int]]:
+        """The first fine bucket counted, and the counts from it on."""
         self.settle()
-        return self._fine
+        return self._low, self._fine
 
     @property
     def count(self) -> int:
@@ -86,16 +103,20 @@ class Histogram:
         return self._maximum
 
     def restore(
-        self, le: list[int], fine: dict[int, int], count: int, total: int, most: int
+        self, le: list[int], fine: tuple[int, list[int]], count: int, total: int, most: int
     ) -> None:
         """Counts as a checkpoint kept them."""
-        self._le, self._fine, self._count, self._total, self._maximum = le, fine, count, total, most
+        self._le, (self._low, self._fine) = le, fine
+        self._count, self._total, self._maximum = count, total, most
 
     def merge(self, other: Histogram) -> None:
         self.settle()
-        self._le = [a + b for a, b in zip(self._le, other.le, strict=True)]
-        for index, n in other.fine.items():
-            self._fine[index] = self._fine.get(index, 0) + n
+        self._le = list(map(add, self._le, other.le))
+        low, fine = other.fine
+        if fine:
+            self._widen(low, low + len(fine) - 1)
+            start = low - self._low
+            self._fine[start : start + len(fine)] = map(add, self._fine[start:], fine)
         self._count += other.count
         self._total += other.total
         self._maximum = max(self._maximum, other.maximum)
@@ -106,8 +127,8 @@ class Histogram:
             return 0.0
         rank = max(1, ceil(q * self._count))
         seen = 0
-        for index in sorted(self._fine):
-            seen += self._fine[index]
+        for index, n in enumerate(self._fine, self._low):
+            seen += n
             if seen >= rank:
                 middle = 1.0 if index == 0 else (RATIO ** (index - 1) + RATIO**index) / 2
                 return min(middle, float(self._maximum))

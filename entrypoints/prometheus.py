@@ -72,6 +72,7 @@ def render(
     """The textfile. `exported` (the label values exported before, in order) gains the new
     ones, or loses those retired: a job whose last run started before `retire_before` and
     that has no run in progress."""
+    history.settle()
     running: dict[str, int] = {}
     for key, count in history.in_progress().items():
         running[label_of(key, by)] = running.get(label_of(key, by), 0) + count
@@ -124,21 +125,29 @@ def render(
 
 def _by_label(aggregates: dict[str, Aggregate], by: str) -> dict[str, Aggregate]:
     """The aggregates summed by label, the labels in the order of their last runs."""
-    groups: dict[str, Aggregate] = {}
+    keys: dict[str, list[Aggregate]] = {}
     for key, aggregate in sorted(aggregates.items(), key=lambda item: item[1].last_run or 0):
-        groups.setdefault(OTHER if key == OTHER else label_of(key, by), Aggregate()).merge(
-            aggregate
-        )
-    return groups
+        keys.setdefault(OTHER if key == OTHER else label_of(key, by), []).append(aggregate)
+    return {label: _sum(found) for label, found in keys.items()}
 
 
 def _placed(groups: dict[str, Aggregate], exported: list[str]) -> dict[str, Aggregate]:
     """Every exported label's series (empty when it has no runs now), the others' summed
     under OTHER."""
-    series = {label: Aggregate() for label in exported}
+    placed: dict[str, list[Aggregate]] = {label: [] for label in exported}
     for label, group in groups.items():
-        series.setdefault(label if label in series else OTHER, Aggregate()).merge(group)
-    return series
+        placed.setdefault(label if label in placed else OTHER, []).append(group)
+    return {label: _sum(found) for label, found in placed.items()}
+
+
+def _sum(found: list[Aggregate]) -> Aggregate:
+    """One aggregate of several (the one itself when it is alone: it is only read)."""
+    if len(found) == 1:
+        return found[0]
+    total = Aggregate()
+    for aggregate in found:
+        total.merge(aggregate)
+    return total
 
 
 class Text:
@@ -148,6 +157,7 @@ class Text:
         self.by = by
         self.constant = ",".join(f'{key}="{_escape(text)}"' for key, text in constant)
         self.lines: list[str] = []
+        self._bases: dict[str, str] = {}
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
@@ -159,53 +169,63 @@ class Text:
             f"{name}{{{pairs}}} {_number(value)}" if pairs else f"{name} {_number(value)}"
         )
 
+    def base(self, label: str) -> str:
+        """The labels of a series, the constant ones first, escaped (once a series)."""
+        found = self._bases.get(label)
+        if found is None:
+            own = f'{self.by}="{_escape(label)}"'
+            found = self._bases[label] = f"{self.constant},{own}" if self.constant else own
+        return found
+
     def sample(self, name: str, label: str, value: float, **extra: str) -> None:
-        own = f'{self.by}="{_escape(label)}"'
-        pairs = ",".join(
-            filter(None, [self.constant, own, *(f'{k}="{v}"' for k, v in extra.items())])
-        )
-        self.lines.append(f"{name}{{{pairs}}} {_number(value)}")
+        more = "".join(f',{key}="{text}"' for key, text in extra.items())
+        self.lines.append(f"{name}{{{self.base(label)}{more}}} {_number(value)}")
 
     def families(self, series: list[tuple[str, Aggregate]]) -> None:
-        """Each per-series family, every series in it."""
+        """Each per-series family, every series in it (the counts are whole numbers)."""
+        bases = [(self.base(label), group) for label, group in series]
+        lines = self.lines
         self.family("runner_runs_total", "counter", "Runs that ended, by outcome (whole history).")
-        for label, group in series:
-            for outcome in OUTCOMES:
-                self.sample("runner_runs_total", label, group.outcomes[outcome], outcome=outcome)
-            self.sample("runner_runs_total", label, group.busy, outcome="busy")
+        for base, group in bases:
+            counts = group.outcomes
+            lines += [f'runner_runs_total{{{base},outcome="{o}"}} {counts[o]}' for o in OUTCOMES]
+            lines.append(f'runner_runs_total{{{base},outcome="busy"}} {group.busy}')
         self.family("runner_attempts_total", "counter", "Attempts, by outcome (whole history).")
-        for label, group in series:
-            for outcome in OUTCOMES:
-                self.sample(
-                    "runner_attempts_total", label, group.attempt_outcomes[outcome], outcome=outcome
-                )
+        for base, group in bases:
+            counts = group.attempt_outcomes
+            lines += [
+                f'runner_attempts_total{{{base},outcome="{o}"}} {counts[o]}' for o in OUTCOMES
+            ]
         self.family(
             "runner_retried_runs_total", "counter", "Runs that needed more than one attempt."
         )
-        for label, group in series:
-            self.sample("runner_retried_runs_total", label, group.retried)
+        lines += [f"runner_retried_runs_total{{{base}}} {group.retried}" for base, group in bases]
         self.family(
             "runner_run_exit_codes_total", "counter", "Runs that ended, by their exit code."
         )
-        for label, group in series:
-            for rc, count in sorted(group.codes.items()):
-                self.sample("runner_run_exit_codes_total", label, count, code=str(rc))
+        for base, group in bases:
+            lines += [
+                f'runner_run_exit_codes_total{{{base},code="{rc}"}} {count}'
+                for rc, count in sorted(group.codes.items())
+            ]
         for name, help_text, field in (
             ("runner_run_duration_seconds", "Run duration: first start to last end.", "durations"),
             ("runner_attempt_duration_seconds", "Attempt duration.", "attempt_durations"),
         ):
             self.family(name, "histogram", help_text)
-            for label, group in series:
+            for base, group in bases:
                 hist = getattr(group, field)
-                for le, count in zip(LE_TEXT, accumulate(hist.le), strict=True):
-                    self.sample(f"{name}_bucket", label, count, le=le)
-                self.sample(f"{name}_sum", label, hist.total / 1000)
-                self.sample(f"{name}_count", label, hist.count)
+                lines += [
+                    f'{name}_bucket{{{base},le="{le}"}} {count}'
+                    for le, count in zip(LE_TEXT, accumulate(hist.le), strict=True)
+                ]
+                lines.append(f"{name}_sum{{{base}}} {_number(hist.total / 1000)}")
+                lines.append(f"{name}_count{{{base}}} {hist.count}")
         for name, help_text, field, none in GAUGES:
             self.family(name, "gauge", help_text)
-            for label, group in series:
+            for base, group in bases:
                 value = getattr(group, field)
-                self.sample(name, label, none if value is None else value)
+                lines.append(f"{name}{{{base}}} {_number(none if value is None else value)}")
 
 
 def _number(value: float) -> str:

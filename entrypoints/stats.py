@@ -223,12 +223,12 @@ def _show(
 ) -> None:
     """The JSON document (asked for: even under -q), or the table (not under -q with an
     export: the cron recipe's silence)."""
-    from entrypoints import report
-
     if invocation.prometheus == "-" or (
         console.quiet and invocation.prometheus and not invocation.json
     ):
         return
+    from entrypoints import report
+
     groups = found.finished()
     if invocation.json:
         document = report.as_json(groups, invocation.by, logs, found.lines, found.malformed)

@@ -269,3 +269,26 @@ def test_a_kept_summary_that_does_not_hold_together_is_refused(damage: dict[str,
     plain = {**stats_state.dump(small_log()), **damage}
     with pytest.raises(ValueError, match=r"^(a|an) "):
         stats_state.load(json.loads(json.dumps(plain)))
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.floats(0, 1e6), st.sampled_from([0, 1, 2, 124, 143])),
+        max_size=60,
+    ),
+    st.integers(0, 60),
+)
+def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
+    runs: list[tuple[int, float, int]], cut: int
+) -> None:
+    """add_one keeps runs of one attempt to count them together at settle (Aggregate.singles):
+    every figure is what counting each alone with add gives, settled at any moment."""
+    together, alone = Summary(), Summary()
+    for n, (key, at, rc) in enumerate(runs):
+        ms = int(at) % 5000
+        together.add_one(f"r{n}", f"k{key}", T0 + at, rc, ms)
+        alone.add(f"r{n}", f"k{key}", T0 + at, 1, rc, ms, BY_RC[rc], False)
+        if n == cut:
+            together.settle()
+    mine, theirs = stats_state.dump(together), stats_state.dump(alone)
+    assert mine == theirs
