@@ -20,9 +20,9 @@ from binascii import crc32
 
 from adapters import stats_state
 from adapters.files import write_atomically
-from adapters.log_read import read_range, read_stream, whole_lines_end
+from adapters.log_read import read_range, read_stream
 from adapters.rotation import head_at, known_generations, open_log
-from adapters.stats_files import Untrusted, open_regular, read_own, resolved
+from adapters.stats_files import Untrusted, open_regular, read_own, resolved, whole_lines_end
 from domain.errors import StateError
 from domain.stats import Summary
 

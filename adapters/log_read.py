@@ -7,9 +7,11 @@ import os
 from json import JSONDecoder, loads
 
 from adapters.forked import become_helper
+from adapters.stats_files import whole_lines_end
 from adapters.timestamps import parse
+from domain.aggregate import BY_RC
 from domain.errors import SIGNALLED_RC, TIMEOUT_RC
-from domain.stats import BY_RC, Summary
+from domain.stats import Summary
 from domain.words import bounded, shell_words, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -146,19 +148,6 @@ def _text(line: bytes) -> str:
         return line.decode()
     except UnicodeDecodeError:
         return "!"
-
-
-def whole_lines_end(fd: int, start: int = 0, end: int | None = None) -> int:
-    """The offset just past the last newline in [start, end) of the file open at `fd` (to
-    its end by default; `start` when there is none): a line still being written waits."""
-    end = os.fstat(fd).st_size if end is None else end
-    while end > start:
-        begin = max(start, end - (1 << 16))
-        cut = os.pread(fd, end - begin, begin).rfind(b"\n")
-        if cut >= 0:
-            return begin + cut + 1
-        end = begin
-    return start
 
 
 def read_range(

@@ -1,5 +1,6 @@
-"""The files `stats` reads and keeps: the logs it opens (regular files, each once), the
-checkpoint and the lock of those who update it, what its textfile and checkpoint,
+"""The files `stats` reads, keeps and writes: the logs it opens (regular files, each once),
+the checkpoint and the lock of those who update it, the Prometheus textfile (checked
+before the log is read, written whole and renamed), what its textfile and checkpoint,
 written whole and renamed over the file they name, must never replace, and which
 checkpoint it may believe (this user's own regular file).
 
@@ -15,7 +16,7 @@ import errno
 import os
 import stat
 
-from adapters.files import make_folders
+from adapters.files import make_folders, write_atomically
 from adapters.rotation import named_as_generation
 from domain.errors import LockBusy, StateError
 
@@ -38,6 +39,19 @@ def open_regular(path: str) -> int:
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file (read a stream with --log -)")
     return fd
+
+
+def whole_lines_end(fd: int, start: int = 0, end: int | None = None) -> int:
+    """The offset just past the last newline in [start, end) of the file open at `fd` (to
+    its end by default; `start` when there is none): a line still being written waits."""
+    end = os.fstat(fd).st_size if end is None else end
+    while end > start:
+        begin = max(start, end - (1 << 16))
+        cut = os.pread(fd, end - begin, begin).rfind(b"\n")
+        if cut >= 0:
+            return begin + cut + 1
+        end = begin
+    return start
 
 
 def distinct_files(paths: list[str]) -> list[str]:
@@ -184,3 +198,51 @@ def read_own(path: str) -> bytes | None:
             return handle.read(info.st_size + 1)  # a buffer of its size, not of SIZE_MAX
         except OSError as exc:
             raise Untrusted(f"it cannot be read: {exc.strerror or exc}") from None
+
+
+def check_textfile(path: str, logs: Sequence[str] = (), kept: Sequence[str] = ()) -> None:
+    """Raise StateError unless `path` names a regular file or nothing, and nothing `stats`
+    reads or keeps (`logs`, and `kept`: see `check`). The textfile is renamed over
+    it: a symbolic link or a device (`/dev/stdout`, `/dev/null`) would be replaced by a
+    file, the system's own nodes too when run as root. A link is refused as logrotate
+    refuses to rotate one; `-` writes to stdout."""
+    if logs:
+        check(path, logs, kept, "name a file of its own, such as runner.prom")
+    try:
+        info = os.lstat(path)
+    except OSError:
+        info = None  # nothing there yet, or said when it is written
+    if info is None:
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise StateError(f"cannot write {path}: there is no folder {folder}")
+        return
+    mode = info.st_mode
+    if stat.S_ISLNK(mode):
+        raise StateError(
+            f"cannot write {path}: a symbolic link, which would be replaced by a file "
+            "(name the file itself, or write to stdout with --prometheus -)"
+        )
+    if stat.S_ISDIR(mode):
+        raise StateError(f"cannot write {path}: a folder")
+    if not stat.S_ISREG(mode):
+        raise StateError(
+            f"cannot write {path}: not a regular file (write to stdout with --prometheus -)"
+        )
+
+
+def write_textfile(path: str, data: bytes, mode: int) -> None:
+    """Write the textfile whole (written again every time, so no fsync), with `mode`.
+    Raises StateError when it cannot be, or when `path` is not a file to replace."""
+    check_textfile(path)
+    try:
+        write_atomically(path, data, mode, durable=False)
+    except OSError as exc:
+        folder = os.path.dirname(os.path.abspath(path))
+        if isinstance(exc, PermissionError) and not os.access(folder, os.W_OK):
+            raise StateError(
+                f"cannot write {path}: its folder {folder} is not writable (the file is "
+                "replaced whole, by a new file renamed over it, so that node_exporter "
+                "never reads half of it)"
+            ) from None
+        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -7,8 +7,9 @@ is counted into or shown.
 
 from __future__ import annotations
 
+from domain.aggregate import OUTCOMES, Aggregate, Run
 from domain.histogram import LE_MS, Histogram
-from domain.stats import OUTCOMES, Aggregate, Run, Summary
+from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:

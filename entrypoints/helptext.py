@@ -209,12 +209,13 @@ OPTIONS = {
     ),
     "--log": (
         "FILE",
-        "the attempt log to read",
+        "the attempt log to read (repeatable, oldest first; compressed ones too; - for stdin)",
         "<home>/runs.jsonl",
     ),
     "--since": (
         "DURATION",
-        "only runs that started this long ago or later",
+        "the table and JSON: only runs of the current log that started this long ago or later;"
+        " the export: window gauges beside the counters",
         "all",
     ),
     "--by": (
@@ -270,8 +271,9 @@ EXITS = {
     "apply": "exit: 0 applied, already applied, or --dry-run; 1 failed; 3 another run holds the\n"
     "lock; 125 runner error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by\n"
     "signal N.",
-    "stats": "exit: 0; 3 another stats holds the checkpoint too long; 125 runner error (an\n"
-    "unreadable log, output that cannot be written); 128+N ended by signal N.",
+    "stats": "exit: 0; 125 runner error (a log that is not there or cannot be read, another\n"
+    "stats updating the checkpoint for 2 minutes, output that cannot be written); 128+N ended\n"
+    "by signal N.",
     "applied": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
     "forget": "exit: 0 forgotten, or nothing to forget; 3 another run holds the lock; 125 runner\n"
     "error.",

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from itertools import accumulate
 
+from domain.aggregate import OUTCOMES, Aggregate
 from domain.histogram import LE_SECONDS
-from domain.stats import OTHER, OUTCOMES, Aggregate
+from domain.stats import OTHER
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:

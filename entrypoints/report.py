@@ -11,7 +11,7 @@ from domain.durations import human
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from domain.stats import Aggregate
+    from domain.aggregate import Aggregate
 
 CELLS = {"success": ".", "failure": "x", "timeout": "T", "signal": "!"}
 """The history strip's cells, one per recent run, oldest first."""

@@ -112,10 +112,10 @@ def _check_outputs(invocation: Invocation, logs: list[str]) -> None:
     if given is not None:
         check_checkpoint(given, logs)
     if invocation.prometheus not in (None, "-"):
-        from adapters import textfile
+        from adapters.stats_files import check_textfile
 
         extra = [] if given is None else [given, lock_path(given, logs[0])]
-        textfile.check(invocation.prometheus, logs, extra)
+        check_textfile(invocation.prometheus, logs, extra)
 
 
 def _history(
@@ -196,9 +196,9 @@ def _export(
         if invocation.prometheus == "-":
             console.answer(text.decode().removesuffix("\n"), even_quiet=True)
         else:
-            from adapters import textfile
+            from adapters.stats_files import write_textfile
 
-            textfile.write(invocation.prometheus, text, 0o644)
+            write_textfile(invocation.prometheus, text, 0o644)
     if checkpoint is None:
         return
     from adapters.checkpoint import KEYS_MAX, OPEN_MAX

@@ -89,17 +89,18 @@ def test_a_textfile_in_a_folder_it_may_not_write_says_the_folder_is_why(
     folder owned by root, the file handed over), failed with a bare `Permission denied`,
     which its own mode contradicts. The message says the folder is why: the file is
     replaced whole, by a rename beside it."""
-    from adapters import textfile
+    from adapters.stats_files import write_textfile
     from domain.errors import StateError
 
     out = tmp_path / "runner.prom"
     out.write_text("")
     mocker.patch(
-        "adapters.textfile.write_atomically", side_effect=PermissionError(13, "Permission denied")
+        "adapters.stats_files.write_atomically",
+        side_effect=PermissionError(13, "Permission denied"),
     )
-    mocker.patch("adapters.textfile.os.access", return_value=False)
+    mocker.patch("adapters.stats_files.os.access", return_value=False)
     with pytest.raises(StateError, match=r"its folder .* is not writable"):
-        textfile.write(str(out), b"x 1\n", 0o644)
+        write_textfile(str(out), b"x 1\n", 0o644)
 
 
 def test_folders_are_made_private_and_a_file_above_is_named(tmp_path: Path) -> None:

@@ -245,3 +245,11 @@ def test_forget_validates_names_and_a_signal_while_waiting_ends_it(lab: Lab) -> 
         wait_for(lambda: catches(waiting.pid, signal.SIGTERM), what="the runner's handlers")
         waiting.send_signal(signal.SIGTERM)
         assert waiting.wait(timeout=20) == 143
+
+
+def test_stats_help_says_what_a_busy_checkpoint_exits_with(lab: Lab) -> None:
+    """Regression: the help said a checkpoint held by another stats exits 3; stats waits two
+    minutes for it and exits 125, as the test of that wait shows."""
+    said = " ".join(lab.run("stats", "--help").stdout.decode().split())
+    assert "3 another stats" not in said
+    assert "125 runner error (a log that is not there or cannot be read, another stats" in said

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.checkpoint import VERSION
 from tests.e2e.conftest import RUNNER, Lab
@@ -512,3 +513,32 @@ def test_a_repeat_needs_about_the_address_space_run_needs(lab: Lab) -> None:
     lab.run("run", "--", "true")
     result = _within(lab, low + 8, "stats", "-q", "--prometheus", prom)
     assert (result.returncode, result.stderr) == (0, b"")
+
+
+def test_exported_counters_never_fall_when_many_names_share_a_label(lab: Lab) -> None:
+    """Regression: with --by name, past 200 names sharing the label `nightly-N-N-N` (a date
+    in the name, as the docs advise against and people do), the checkpoint sent names one by
+    one to (other): runner_runs_total went 250 to 200 after one more run. Names are joined
+    by label first, so the exported sum only grows."""
+    line = (
+        '{"ts":"2026-11-30T00:00:%02d.%03d+00:00","cmd":["job"],"attempt":1,"rc":0,'
+        '"duration_ms":1,"run_id":"r%d","name":"nightly-2026-%04d"}\n'
+    )
+    prom = lab.tmp / "runner.prom"
+    lab.log.write_text("".join(line % (n // 1000, n % 1000, n, n) for n in range(250)))
+
+    def nightly() -> float:
+        result = lab.run("stats", "-q", "--by", "name", "--prometheus", str(prom))
+        assert (result.returncode, result.stderr) == (0, b"")
+        found = {
+            (sample.labels["name"], sample.labels["outcome"]): sample.value
+            for family in text_string_to_metric_families(prom.read_text())
+            if family.name == "runner_runs"
+            for sample in family.samples
+        }
+        return found[("nightly-N-N", "success")]
+
+    assert nightly() == 250
+    with lab.log.open("a") as log:
+        log.write(line % (59, 0, 999, 999))
+    assert nightly() == 251

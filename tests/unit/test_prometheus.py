@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from domain.stats import BY_RC, Summary
+from domain.aggregate import BY_RC
+from domain.stats import Summary
 from entrypoints import prometheus
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain.stats import BY_RC, Aggregate, Summary
+from domain.aggregate import BY_RC, Aggregate
+from domain.stats import Summary
 from entrypoints import report
 
 T0 = 1_800_000_000.0

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import stats_state
+from domain.aggregate import BY_RC, RECENT, outcome_of
 from domain.histogram import LE_MS, Histogram
-from domain.stats import BY_RC, OTHER, RECENT, Summary, outcome_of
+from domain.stats import OTHER, Summary
 
 T0 = 1_800_000_000.0
 
