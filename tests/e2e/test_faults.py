@@ -147,12 +147,14 @@ def test_second_signal_of_the_same_kind_kills_at_once(lab: Lab) -> None:
 
 
 def test_a_signal_during_backoff_ends_the_runner_with_no_further_attempt(lab: Lab) -> None:
-    """SIGTERM in a 30 s wait: exit 143 at once, one attempt logged."""
+    """SIGTERM in a 30 s wait: exit 143 at once, one attempt logged, then the run's end
+    (a line that is no attempt)."""
     runner = lab.start("run", "--retries", "3", "--backoff", "30", "--", "false")
     wait_for(lambda: lab.log.exists() and lab.log.read_text().count("\n") == 1)
     runner.send_signal(signal.SIGTERM)
     assert runner.wait(timeout=10) == 143
-    assert lab.log.read_text().count("\n") == 1
+    lines = [json.loads(line) for line in lab.log.read_text().splitlines()]
+    assert [line.get("attempted", True) for line in lines] == [True, False]
 
 
 def test_signals_at_random_instants_never_leave_a_process_or_a_false_marker(lab: Lab) -> None:
