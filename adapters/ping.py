@@ -122,8 +122,10 @@ class Pinger:
             if isinstance(answer, int) and 200 <= answer < 300:
                 return True
             why = f"HTTP {answer}" if isinstance(answer, int) else _reason(answer)
-            if isinstance(answer, int) and answer < 500:
+            if isinstance(answer, int) and answer < 500 and answer not in AGAIN:
                 break  # the service refused it: trying again changes nothing
+            if isinstance(answer, Refused):
+                break
             pause = min(0.5 * 2**attempt, max(0.0, self.deadline - time.monotonic()))
             if attempt + 1 < TRIES and not self._pause(pause):
                 self.warn(f"ping {what} abandoned: a signal ends the run")
@@ -144,11 +146,12 @@ class Pinger:
             import urllib.request  # noqa: PLC0415
 
             try:
-                with urllib.request.urlopen(request, timeout=timeout) as answer:
+                opener = urllib.request.build_opener(_same_origin_handler())
+                with opener.open(request, timeout=timeout) as answer:
                     found.append(answer.status)
             except urllib.error.HTTPError as error:
                 found.append(error.code)
-            except (OSError, ValueError) as error:
+            except Exception as error:  # any answer, however malformed, is one warning line
                 found.append(error)
             finally:
                 os.close(done_write)
@@ -187,9 +190,41 @@ def _basic(user: str, password: str) -> str:
     return "Basic " + b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
 
 
+AGAIN = frozenset({408, 429})
+"""Answers below 500 that say to try again later (a timeout, too many requests)."""
+
+
+class Refused(Exception):
+    """A redirect the runner does not follow."""
+
+
+def _same_origin_handler() -> type:
+    import urllib.request  # noqa: PLC0415 - only with --ping
+
+    class SameOrigin(urllib.request.HTTPRedirectHandler):
+        """Follows a redirect only to the same host and port, never from https to http: the
+        ping URL's credentials (its user and password, its secret path) go nowhere else."""
+
+        def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+            from urllib.parse import urlsplit  # noqa: PLC0415
+
+            old, new = urlsplit(req.full_url), urlsplit(newurl)
+            if new.netloc.rpartition("@")[2] != old.netloc.rpartition("@")[2] or (
+                old.scheme == "https" and new.scheme != "https"
+            ):
+                raise Refused(f"redirected to another place ({code}), not followed")
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return SameOrigin
+
+
 def _reason(error: Exception) -> str:
+    if isinstance(error, Refused):
+        return str(error)
     if isinstance(error, ValueError):
-        return type(error).__name__
+        return "an answer that is not HTTP"
+    if not isinstance(error, OSError):  # http.client's errors: a malformed answer
+        return "a malformed answer"
     reason = getattr(error, "reason", None) or error
     text = getattr(reason, "strerror", None) or str(reason)
     return "timed out" if "timed out" in text else text

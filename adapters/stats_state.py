@@ -74,16 +74,22 @@ def load(plain: Any) -> Summary:
 
 def _read_aggregate(plain: Any) -> Aggregate:
     made = Aggregate()
-    for name in _COUNTS:
-        setattr(made, name, _count(plain[name]))
+    counts = _counts([plain[name] for name in _COUNTS], len(_COUNTS))
+    for name, value in zip(_COUNTS, counts, strict=True):
+        setattr(made, name, value)
     for name in _TIMES:
         setattr(made, name, None if plain[name] is None else _time(plain[name]))
     for name in _CODES:
         setattr(made, name, None if plain[name] is None else _rc(plain[name]))
     made.outcomes = dict(zip(OUTCOMES, _counts(plain["outcomes"], 4), strict=True))
     made.attempt_outcomes = dict(zip(OUTCOMES, _counts(plain["attempt_outcomes"], 4), strict=True))
-    made.codes = {_rc(rc): _count(n) for rc, n in plain["codes"]}
-    made.recent = [(_time(at), OUTCOMES[_count(o)]) for at, o in plain["recent"]]
+    codes = plain["codes"]
+    made.codes = dict(
+        zip(map(_rc, (rc for rc, _ in codes)), _counts([n for _, n in codes], None), strict=True)
+    )
+    recent = plain["recent"]
+    made.recent = [(_time(at), OUTCOMES[o]) for at, o in recent]
+    _counts([o for _, o in recent], None)  # a place among OUTCOMES, not a negative index
     made.durations = _read_histogram(plain["durations"])
     made.attempt_durations = _read_histogram(plain["attempt_durations"])
     return made

@@ -155,13 +155,13 @@ class Summary:
         self.open = {rid: self.open[rid] for end, rid in runs[-most:] if end >= since}
 
     def fold(self, label_of: Callable[[str], str], keep: Iterable[str], most: int) -> None:
-        """Keep at most `most` keys apart. Keys that share a label are joined first (it
+        """Keep at most `most` keys apart, and OTHER. Keys that share a label are joined first (it
         changes no exported series); then the labels of `keep` (those exported) stay, then
         the busiest; the rest join OTHER, whose exported sum so never falls."""
         for key, rows in self.waiting.items():
             self.aggregate(key).singles(rows)
         self.waiting = {}
-        if len(self.by_key) - (OTHER in self.by_key) < most:
+        if len(self.by_key) - (OTHER in self.by_key) <= most:
             return
         labels: dict[str, list[str]] = {}
         for key in self.by_key:
@@ -175,11 +175,11 @@ class Summary:
             for key in keys:
                 joined[label].merge(self.by_key[key])
         self.by_key = joined
-        if len(joined) - (OTHER in joined) < most:
+        if len(joined) - (OTHER in joined) <= most:
             return
         kept = [label for label in dict.fromkeys(keep) if label in joined and label != OTHER]
         rest = sorted(set(joined) - set(kept) - {OTHER}, key=lambda k: (-joined[k].runs, k))
-        chosen = set((kept + rest)[: most - 1])
+        chosen = set((kept + rest)[:most])
         for key in [key for key in joined if key not in chosen and key != OTHER]:
             self.aggregate(OTHER).merge(joined.pop(key))
 

@@ -200,7 +200,7 @@ def _reporting(
         return capture, None, sink
     from adapters.ping import Pinger, PingingSink
 
-    pinger = Pinger(invocation.ping, run_id, console.warn, watch)
+    pinger = Pinger(invocation.ping, run_id, console.info, watch)  # -q: ping_failed alone
     recorder = PingingSink(sink, pinger, capture.tail if capture else bytes)
     recorder.start_failed = not pinger.start()
     return capture, pinger, recorder

@@ -214,12 +214,12 @@ class Text:
             ("runner_attempt_duration_seconds", "Attempt duration.", "attempt_durations"),
         ):
             self.family(name, "histogram", help_text)
-            for base, group in bases:
+            buckets = "\n".join(f'{name}_bucket{{\0,le="{le}"}} %d' for le in LE_TEXT)
+            for base, group in bases:  # the bucket lines by one %-format, the labels in place
                 hist = getattr(group, field)
-                lines += [
-                    f'{name}_bucket{{{base},le="{le}"}} {count}'
-                    for le, count in zip(LE_TEXT, accumulate(hist.le), strict=True)
-                ]
+                lines.append(
+                    buckets.replace("\0", base.replace("%", "%%")) % tuple(accumulate(hist.le))
+                )
                 lines.append(f"{name}_sum{{{base}}} {_number(hist.total / 1000)}")
                 lines.append(f"{name}_count{{{base}}} {hist.count}")
         for name, help_text, field, none in GAUGES:

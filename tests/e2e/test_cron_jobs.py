@@ -70,12 +70,27 @@ class Service(http.server.BaseHTTPRequestHandler):
     pings: ClassVar[list[tuple[str, bytes]]] = []
     behaviour: ClassVar[str] = "ok"
     authorizations: ClassVar[list[str | None]] = []
+    elsewhere: ClassVar[str] = ""
+    """Where "redirect" sends every ping (another server's address)."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.pings.append((self.path, body))
         self.authorizations.append(self.headers.get("Authorization"))
         start = "/start" in self.path
+        if self.behaviour == "redirect":
+            self.send_response(302)
+            self.send_header("Location", f"{Service.elsewhere}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.behaviour == "429-once" and not any(
+            path == self.path for path, _ in self.pings[:-1]
+        ):
+            self.send_response(429)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.behaviour == "hang" or (self.behaviour, start) in (
             ("hang-end", False),
             ("hang-start", True),
@@ -293,3 +308,111 @@ def test_a_user_and_password_in_the_ping_url_are_sent_as_basic_authentication(
     expected = "Basic " + base64.b64encode(b"ops:s@fe").decode()
     assert Service.authorizations == [expected, expected]
     assert b"s@fe" not in lab.log.read_bytes()
+
+
+class Elsewhere(http.server.BaseHTTPRequestHandler):
+    """Another host, where a redirect points: records what reached it."""
+
+    reached: ClassVar[list[tuple[str, str | None]]] = []
+
+    def do_POST(self) -> None:
+        self.reached.append((self.path, self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_redirect_elsewhere_is_not_followed_and_carries_no_credential(
+    lab: Lab, service: str
+) -> None:
+    """Regression: a `user:pass@` ping URL's Basic credentials went through a 302 to another
+    host. A redirect is followed only to the same host and port (and never from https to
+    http); elsewhere, the ping fails with one line and nothing reaches the other host."""
+    Elsewhere.reached = []
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        Service.behaviour, Service.elsewhere = (
+            "redirect",
+            f"http://127.0.0.1:{other.server_address[1]}",
+        )
+        with_user = service.replace("http://", "http://ops:s%40fe@", 1)
+        result = lab.run("run", "--ping", with_user, "--", "true", timeout=60)
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert result.returncode == 0
+    assert Elsewhere.reached == []
+    said = result.stderr.decode().splitlines()
+    refused = "(redirected to another place (302), not followed); the run goes on"
+    assert said == [
+        f"runner: ping start failed {refused}",
+        f"runner: ping success failed {refused}",
+    ]
+
+
+def test_too_many_requests_is_tried_again(lab: Lab, service: str) -> None:
+    """Regression: 429 (and 408) were taken as a refusal and not tried again, though they say
+    to try later: each ping is tried again after its pause, and arrives."""
+    Service.behaviour = "429-once"
+    result = lab.run("run", "--ping", service, "--", "true", timeout=60)
+    assert (result.returncode, result.stderr) == (0, b"")
+    paths = [urllib.parse.urlsplit(path).path for path, _ in Service.pings]
+    assert paths == [f"/{SECRET}/start", f"/{SECRET}/start", f"/{SECRET}", f"/{SECRET}"]
+
+
+MALFORMED = {
+    "not http": b"garbage\r\n\r\n",
+    "a 64 KB status line": b"HTTP/1.1 200 " + b"x" * 65536 + b"\r\n\r\n",
+    "too many headers": b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 150 + b"\r\n",
+}
+
+
+@pytest.mark.parametrize("answer", sorted(MALFORMED))
+def test_a_malformed_answer_is_one_line_and_no_traceback(lab: Lab, answer: str) -> None:
+    """Regression: a bad status line, a 64 KB one or 100+ headers printed ~220 lines of
+    Python's traceback a run, and the warning said "timed out". Any answer, however
+    malformed, is one warning line a ping, and the exit code is the command's."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(30)
+
+    def answer_all() -> None:
+        for _ in range(8):
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(MALFORMED[answer])
+
+    threading.Thread(target=answer_all, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/{SECRET}"
+        result = lab.run("run", "--ping", url, "--", "sh", "-c", "exit 3", timeout=60)
+    finally:
+        listener.close()
+    assert result.returncode == 3
+    said = result.stderr.decode().splitlines()
+    assert len(said) == 2, said
+    assert all(line.startswith("runner: ping ") for line in said), said
+    assert all("malformed" in line or "not HTTP" in line for line in said), said
+    assert "Traceback" not in result.stderr.decode()
+
+
+def test_a_failed_ping_is_silent_under_quiet_and_in_the_log(lab: Lab, service: str) -> None:
+    """Regression: a failed ping printed two lines even under -q, so cron mailed every run
+    while Healthchecks was down. Under -q it is `ping_failed` in the log alone."""
+    Service.behaviour = "fail"
+    result = lab.run("run", "-q", "--ping", service, "--", "true", timeout=60)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert json.loads(lab.log.read_text())["ping_failed"] is True
