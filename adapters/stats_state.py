@@ -8,7 +8,7 @@ is counted into or shown.
 from __future__ import annotations
 
 from domain.aggregate import OUTCOMES, Aggregate, Run
-from domain.histogram import LE_MS, Histogram
+from domain.histogram import FINE_MAX, LE_MS, Histogram
 from domain.stats import Summary
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
@@ -99,7 +99,7 @@ def _read_histogram(plain: Any) -> Histogram:
     le, low, fine, count, total, most = plain
     made = Histogram()
     counts = _counts(fine, None)
-    if _count(low) + len(counts) > 2000:
+    if _count(low) + len(counts) > FINE_MAX:
         raise ValueError("a fine bucket past any duration")
     made.restore(
         _counts(le, len(LE_MS) + 1), (low, counts), _count(count), _count(total), _count(most)

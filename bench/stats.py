@@ -317,7 +317,10 @@ def signal_latency(log: Path, env: dict[str, str], whole_s: float, moments: int)
     for k in range(moments):
         checkpoint.unlink(missing_ok=True)
         process = subprocess.Popen(
-            [sys.executable, RUNNER, "stats", "-q"], env=env, stderr=subprocess.DEVNULL
+            [sys.executable, RUNNER, "stats", "-q"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         time.sleep(whole_s * k / moments)
         if process.poll() is not None:

@@ -47,8 +47,8 @@ def test_rows_carry_quantiles_attempts_codes_and_history() -> None:
     assert weird["attempts_timed_out"] == 1
     assert weird["history"] == ["timeout", "success"]
     assert deploy["attempts"] == 2
-    assert deploy["attempt_p99_s"] == pytest.approx(0.4, rel=0.02)
-    assert deploy["duration_p99_s"] == pytest.approx(1.4, rel=0.02)
+    assert deploy["attempt_p99_s"] == pytest.approx(0.4, rel=0.04)
+    assert deploy["duration_p99_s"] == pytest.approx(1.4, rel=0.04)
     assert weird["last_failure"] is not None
 
 

@@ -119,13 +119,13 @@ def test_outcomes(rc: int, outcome: str) -> None:
 
 
 @given(st.lists(st.integers(1, 10**7), min_size=1, max_size=300), st.sampled_from([0.5, 0.95]))
-def test_quantiles_are_within_two_percent(values: list[int], q: float) -> None:
+def test_quantiles_are_within_four_percent(values: list[int], q: float) -> None:
     """The log-bucketed histogram answers within its bucket width of the exact quantile."""
     hist = Histogram()
     for value in values:
         hist.add(value)
     exact = sorted(values)[max(1, math.ceil(len(values) * q)) - 1]
-    assert hist.quantile(q) == pytest.approx(exact, rel=0.021)
+    assert hist.quantile(q) == pytest.approx(exact, rel=0.041)
     assert hist.maximum == max(values)
 
 
