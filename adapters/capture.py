@@ -32,6 +32,9 @@ class Capture:
         self.full: list[bool] = []
         """Whether the folder of each attempt's files had no room left when it ended: the
         command's writes may have failed, its output cut short."""
+        self.notes: list[list[str]] = [[]]
+        """The runner's own lines about each attempt (`hold`), said after its output: the
+        first list for what came before any attempt."""
 
     def open(self) -> tuple[int, int] | None:
         """Files for the next attempt's stdout and stderr: their descriptors; None (said
@@ -48,7 +51,13 @@ class Capture:
             self._cannot(exc)
             return None
         self.kept.append((out, err))
+        self.notes.append([])
         return out.fileno(), err.fileno()
+
+    def hold(self, line: str) -> None:
+        """Keep a line of the runner's own about the current attempt, to say with its output
+        if the run fails (a run that succeeds says nothing at all)."""
+        self.notes[-1].append(line)
 
     def _cannot(self, exc: OSError) -> None:
         where = tempfile.gettempdir()
@@ -63,16 +72,21 @@ class Capture:
             self.codes.append(rc)
             self.full.append(_no_room(self.kept[-1][0]))
 
-    def replay(self) -> None:
-        """Write every attempt's output out, in order, each announced on stderr. A stdout
-        or stderr that cannot be written is left."""
+    def replay(self, say: Callable[[str], None]) -> None:
+        """Write every attempt's output out, in order, each announced on stderr and followed
+        by the runner's lines about it (`say` writes one). A stdout or stderr that cannot be
+        written is left."""
         where = tempfile.gettempdir()
-        ends = zip(self.kept, self.codes, self.full, strict=False)
-        for number, ((out, err), rc, full) in enumerate(ends, 1):
+        for line in self.notes[0]:
+            say(line)
+        ends = zip(self.kept, self.codes, self.full, self.notes[1:], strict=False)
+        for number, ((out, err), rc, full, notes) in enumerate(ends, 1):
             cut = f"; {where} was full: it may be cut short" if full else ""
             _write(2, f"runner: output of attempt {number} (rc={rc}{cut}):\n".encode())
             _copy(out, 1)
             _copy(err, 2)
+            for line in notes:
+                say(line)
 
     def tail(self, limit: int = TAIL) -> bytes:
         """The end of the last attempt's stdout, then of its stderr: `limit` bytes at most."""

@@ -126,9 +126,11 @@ class JsonlSink:
     line cut short (a full disk) is never merged with the next: a line that
     would follow a partial one starts on a fresh line. A log that is not a
     regular file (a FIFO, a device) is never opened for good, so it cannot block
-    the runner. A missing home folder is created (mode 0700). A log that cannot
-    be written costs one warning, never the outcome. Each attempt goes to the file
-    the path names then: a log rotated between two attempts gets the next one anew.
+    the runner, and a symbolic link is never followed (one planted in a home another
+    user can write would have root append to a file of its choice). A missing home
+    folder is created (mode 0700). A log that cannot be written costs one warning,
+    never the outcome. Each attempt goes to the file the path names then: a log
+    rotated between two attempts gets the next one anew.
     """
 
     def __init__(self, path: str, warn: Callable[[str], None]) -> None:
@@ -155,9 +157,9 @@ class JsonlSink:
                     fcntl.flock(fd, fcntl.LOCK_UN)
             if written != len(line):
                 raise OSError(f"short write ({written} of {len(line)} bytes)")
-        except _NotAFile:
+        except _NotAFile as refused:
             self._refused = True
-            self.warn(f"warning: cannot write the attempt log {self.path}: not a regular file")
+            self.warn(f"warning: cannot write the attempt log {self.path}: {refused}")
         except OSError as exc:
             if not self._failed:
                 self._failed = True
@@ -169,13 +171,16 @@ class JsonlSink:
             self.close()  # rotated away since the last attempt: append where the path is now
         if self._fd is None:
             try:
-                if not stat.S_ISREG(os.stat(self.path).st_mode):
-                    raise _NotAFile
+                mode = os.lstat(self.path).st_mode
+                if not stat.S_ISREG(mode):
+                    raise _NotAFile(
+                        "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                    )
             except FileNotFoundError:
                 from adapters.files import make_folders  # noqa: PLC0415 - once, for a new home
 
                 make_folders(os.path.dirname(self.path) or ".")
-            flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+            flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
             try:
                 fd = os.open(self.path, flags | os.O_RDWR, 0o600)
             except PermissionError:
@@ -183,7 +188,7 @@ class JsonlSink:
                 self._readable = False
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise _NotAFile
+                raise _NotAFile("not a regular file")
             self._fd = fd
         return self._fd
 
@@ -228,4 +233,4 @@ def _ends_a_line(fd: int) -> bool:
 
 
 class _NotAFile(Exception):
-    """The log's path names a FIFO, a device or a folder."""
+    """The log's path names a FIFO, a device, a folder or a symbolic link: what, in words."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from adapters.ping import Pinger
     from adapters.signals import SignalWatch
     from domain import flows
-    from domain.ports import AttemptSink
+    from domain.ports import AttemptSink, Console
     from entrypoints.backends import Backend
     from entrypoints.invocation import Invocation
     from entrypoints.wiring import Wiring
@@ -143,8 +143,13 @@ def _execute(
     run_id = os.urandom(8).hex()
     capture, pinger, recorder = _reporting(invocation, console, sink, run_id, watch)
     processes = wiring.processes(invocation, watch, backend, capture)
+    said: Console = console
+    if capture is not None:  # what the run says of its attempts goes with their output
+        from entrypoints.console import HeldConsole
+
+        said = HeldConsole(console, capture.hold)
     attempts = flows.Attempts(
-        processes, wiring.clock(watch), recorder, console, run_id, wiring.random()
+        processes, wiring.clock(watch), recorder, said, run_id, wiring.random()
     )
     code: int = ExitStatus.RUNNER_ERROR
     began = attempts.clock.wall(), attempts.clock.monotonic()
@@ -171,7 +176,7 @@ def _execute(
     finally:
         if capture is not None:
             if code != ExitStatus.OK:
-                capture.replay()
+                capture.replay(console.warn)
             capture.close()
         if pinger is not None:
             pinger.finish(code, capture.tail() if capture else b"")

@@ -9,6 +9,7 @@ from domain.errors import OutputError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TextIO
 
 
@@ -110,3 +111,25 @@ def _silence(stream: TextIO) -> None:
         os.close(null)
     except (OSError, ValueError):
         pass
+
+
+class HeldConsole:
+    """What a run says of its attempts, held with --output-on-failure's output (`hold`) and
+    said only if the run fails: a run that succeeds prints nothing, retries included."""
+
+    def __init__(self, console: StreamConsole, hold: Callable[[str], None]) -> None:
+        self.console = console
+        self.hold = hold
+
+    def say(self, text: str) -> None:
+        self.console.say(text)
+
+    def answer(self, text: str) -> None:
+        self.console.answer(text)
+
+    def info(self, text: str) -> None:
+        if not self.console.quiet:
+            self.hold(text)
+
+    def warn(self, text: str) -> None:
+        self.hold(text)

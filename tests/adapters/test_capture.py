@@ -57,7 +57,7 @@ def test_an_attempt_that_filled_the_disk_is_replayed_saying_so(
         "adapters.capture.os.fstatvfs", return_value=SimpleNamespace(f_bavail=0, f_bfree=0)
     )
     runner.run(["sh", "-c", "echo cut; exit 2"], 0, 10)
-    capture.replay()
+    capture.replay(print)
     capture.close()
     out, err = capfd.readouterr()
     assert out == "whole\ncut\n"

@@ -44,6 +44,35 @@ def test_a_failure_shows_every_attempts_output_in_order_byte_for_byte(lab: Lab) 
     )
 
 
+def test_a_success_after_a_retry_prints_nothing_at_all(lab: Lab) -> None:
+    """Regression: with --output-on-failure a run that succeeded after a retry printed
+    "attempt 1/2 failed (rc=1); retrying", and cron mailed it. The runner's own lines about
+    the attempts are held with their output: a success says nothing."""
+    state = lab.tmp / "tried"
+    script = f"echo out; if [ -e {state} ]; then exit 0; fi; touch {state}; exit 1"
+    result = lab.run(
+        "run", "--output-on-failure", "--retries", "1", "--backoff", "0", "--", "sh", "-c", script
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_a_failure_says_each_attempts_output_then_what_the_runner_made_of_it(lab: Lab) -> None:
+    """Held lines come after the output of the attempt they are about, in order."""
+    result = lab.run(
+        "run", "--output-on-failure", "--retries", "1", "--backoff", "0", "--",
+        "sh", "-c", 'echo "err$RUNNER_ATTEMPT" >&2; exit 3',
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert result.stderr.decode().splitlines() == [
+        "runner: output of attempt 1 (rc=3):",
+        "err1",
+        "runner: attempt 1/2 failed (rc=3); retrying in 0ms",
+        "runner: output of attempt 2 (rc=3):",
+        "err2",
+        "runner: attempt 2/2 failed (rc=3); giving up",
+    ]
+
+
 def test_the_kept_output_is_private_and_on_disk(lab: Lab) -> None:
     """The command writes into unlinked files of mode 0600 in TMPDIR, not into memory."""
     tmp = lab.tmp / "tmpdir"

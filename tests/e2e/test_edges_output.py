@@ -23,11 +23,13 @@ def test_a_log_that_is_a_fifo_never_blocks_the_runner(lab: Lab) -> None:
 
 
 def test_a_log_that_is_a_device_is_not_written(lab: Lab) -> None:
-    """A symlink to /dev/null (or any device) is refused with one warning; the outcome stands."""
+    """A symlink to /dev/null (or any device) is refused with one warning, as every link is;
+    the outcome stands."""
     lab.log.symlink_to("/dev/null")
     result = lab.run("run", "--retries", "1", "--backoff", "0", "--", "false")
     assert result.returncode == 1
-    assert result.stderr.count(b"not a regular file") == 1
+    assert result.stderr.count(b"cannot write the attempt log") == 1
+    assert b"a symbolic link" in result.stderr
 
 
 def test_a_line_cut_short_by_a_full_disk_is_never_merged_with_the_next(lab: Lab) -> None:
@@ -323,3 +325,19 @@ def test_leaving_at_once_with_output_that_cannot_be_written_is_never_silent(lab:
         )
     assert full.returncode == 120
     assert b"No space left" in full.stderr
+
+
+def test_the_attempt_log_is_never_written_through_a_symbolic_link(lab: Lab) -> None:
+    """Regression: `runs.jsonl` followed a link planted in a home another user can write
+    (root appended a line to a root-only file of the planter's choosing); every other file
+    the runner writes refuses links. The run goes on, with one warning naming the log."""
+    target = lab.tmp / "secret"
+    target.write_text("kept\n")
+    lab.home.mkdir(exist_ok=True)
+    lab.log.symlink_to(target)
+    result = lab.run("run", "--", "true")
+    assert result.returncode == 0
+    assert target.read_text() == "kept\n"
+    assert result.stderr.decode() == (
+        f"runner: warning: cannot write the attempt log {lab.log}: a symbolic link\n"
+    )

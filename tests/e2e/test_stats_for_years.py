@@ -95,6 +95,22 @@ def test_a_label_value_that_is_not_utf8_is_a_usage_error(lab: Lab) -> None:
     assert b"internal error" not in result.stderr
 
 
+def test_a_lone_surrogate_in_a_command_line_is_shown_escaped_and_exports(lab: Lab) -> None:
+    """Regression: a line another writer added with a lone surrogate (`"\\ud800"`) in its
+    command made every later `stats --prometheus` fail with 125, even after that log was
+    gone (the checkpoint kept it). It is escaped as any unprintable character is."""
+    lab.log.write_text(
+        '{"ts":"2026-11-30T00:00:00+00:00","cmd":["echo","\\ud800"],"attempt":1,"rc":0,'
+        '"duration_ms":1,"run_id":"r1"}\n'
+    )
+    prom = lab.tmp / "runner.prom"
+    for _ in range(2):
+        result = lab.run("stats", "-q", "--prometheus", str(prom))
+        assert (result.returncode, result.stderr) == (0, b"")
+    assert 'cmd="echo $\'\\\\ud800\'"' in prom.read_text(encoding="utf-8")
+    assert "echo $'\\ud800'" in lab.run("stats").stdout.decode()
+
+
 def checkpoint(lab: Lab) -> Path:
     return lab.home / ".runs.jsonl.stats-cmd.json"
 
