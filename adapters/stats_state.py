@@ -40,7 +40,8 @@ def _aggregate(found: Aggregate) -> dict[str, object]:
     plain["outcomes"] = [found.outcomes[o] for o in OUTCOMES]
     plain["attempt_outcomes"] = [found.attempt_outcomes[o] for o in OUTCOMES]
     plain["codes"] = sorted(found.codes.items())
-    plain["recent"] = [[at, OUTCOMES.index(o)] for at, o in sorted(found.recent)[-20:]]
+    recent = sorted(found.recent)[-20:]  # times in whole milliseconds: fewer digits to write
+    plain["recent"] = [[round(at * 1000), OUTCOMES.index(o)] for at, o in recent]
     plain["durations"] = _histogram(found.durations)
     plain["attempt_durations"] = _histogram(found.attempt_durations)
     return plain
@@ -88,7 +89,7 @@ def _read_aggregate(plain: Any) -> Aggregate:
         zip(map(_rc, (rc for rc, _ in codes)), _counts([n for _, n in codes], None), strict=True)
     )
     recent = plain["recent"]
-    made.recent = [(_time(at), OUTCOMES[o]) for at, o in recent]
+    made.recent = [(_time(at / 1000), OUTCOMES[o]) for at, o in recent]
     _counts([o for _, o in recent], None)  # a place among OUTCOMES, not a negative index
     made.durations = _read_histogram(plain["durations"])
     made.attempt_durations = _read_histogram(plain["attempt_durations"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from heapq import nlargest
 from itertools import compress, count, repeat
 from operator import add, not_, truediv
 
@@ -116,7 +115,7 @@ class Aggregate:
         failed = max(compress(zip(ends, count(), rcs), rcs), default=None)  # the last if tied
         if failed is not None and (self.last_failure is None or failed[0] >= self.last_failure):
             self.last_failure, _, self.last_failure_rc = failed
-        latest = nlargest(RECENT, zip(firsts, map(BY_RC.__getitem__, rcs), strict=True))
+        latest = sorted(zip(firsts, map(BY_RC.__getitem__, rcs), strict=True))[-RECENT:]
         self.recent = sorted(self.recent + latest)[-RECENT:]
 
     def merge(self, other: Aggregate) -> None:
