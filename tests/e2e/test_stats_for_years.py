@@ -107,7 +107,7 @@ def test_a_lone_surrogate_in_a_command_line_is_shown_escaped_and_exports(lab: La
     for _ in range(2):
         result = lab.run("stats", "-q", "--prometheus", str(prom))
         assert (result.returncode, result.stderr) == (0, b"")
-    assert 'cmd="echo $\'\\\\ud800\'"' in prom.read_text(encoding="utf-8")
+    assert "cmd=\"echo $'\\\\ud800'\"" in prom.read_text(encoding="utf-8")
     assert "echo $'\\ud800'" in lab.run("stats").stdout.decode()
 
 
