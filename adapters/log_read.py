@@ -105,6 +105,8 @@ class LineReader:
             if rc == TIMEOUT_RC or rc >= SIGNALLED_RC or "timed_out" in record:
                 outcome = told(record, rc) or outcome
             tried = record.get("attempted") is not False
+            if record.get("ping_failed") is True and "delay_ms" not in record:
+                self.summary.add_ping_failure(key, started)
             self.summary.add(
                 run_id, key, started, attempt, rc, ms, outcome, "delay_ms" in record, tried
             )

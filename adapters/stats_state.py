@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Any
 
-_COUNTS = ("runs", "attempts", "attempts_max", "retried", "busy")
+_COUNTS = ("runs", "attempts", "attempts_max", "retried", "busy", "ping_failures")
 _TIMES = ("last_run", "last_duration", "last_success", "last_failure")
 _CODES = ("last_rc", "last_failure_rc")
 

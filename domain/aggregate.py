@@ -35,16 +35,17 @@ BY_RC = [outcome_of(rc) for rc in range(256)]
 class Aggregate:
     """What `stats` says of one command or name. Times are epoch seconds, durations
     milliseconds; `last_*` describe the run that started last. `busy` counts runs refused
-    by a busy lock, which are not among `runs`."""
+    by a busy lock, which are not among `runs`; `ping_failures`, runs whose --ping failed."""
 
     __slots__ = (
         "attempt_durations", "attempt_outcomes", "attempts", "attempts_max", "busy", "codes",
         "durations", "last_duration", "last_failure", "last_failure_rc", "last_rc", "last_run",
-        "last_success", "outcomes", "recent", "retried", "runs",
+        "last_success", "outcomes", "ping_failures", "recent", "retried", "runs",
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.runs = self.attempts = self.attempts_max = self.retried = self.busy = 0
+        self.ping_failures = 0
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.attempt_outcomes = dict.fromkeys(OUTCOMES, 0)
         self.codes: dict[int, int] = {}
@@ -119,7 +120,7 @@ class Aggregate:
         self.recent = sorted(self.recent + latest)[-RECENT:]
 
     def merge(self, other: Aggregate) -> None:
-        for name in ("runs", "attempts", "retried", "busy"):
+        for name in ("runs", "attempts", "retried", "busy", "ping_failures"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.attempts_max = max(self.attempts_max, other.attempts_max)
         for outcome in OUTCOMES:

@@ -101,6 +101,11 @@ class Summary:
             aggregate.durations.settle()
             aggregate.attempt_durations.settle()
 
+    def add_ping_failure(self, key: str, started: float) -> None:
+        """A run whose --ping failed (its last line says so)."""
+        if self.since is None or started >= self.since:
+            self.aggregate(key).ping_failures += 1
+
     def add_busy(self, key: str, started: float) -> None:
         """A run refused by a busy lock: no attempt, no outcome, counted as busy."""
         self.newest = max(self.newest, started)

@@ -202,6 +202,12 @@ class Text:
         )
         lines += [f"runner_retried_runs_total{{{base}}} {group.retried}" for base, group in bases]
         self.family(
+            "runner_ping_failures_total", "counter", "Runs whose --ping did not reach the service."
+        )
+        lines += [
+            f"runner_ping_failures_total{{{base}}} {group.ping_failures}" for base, group in bases
+        ]
+        self.family(
             "runner_run_exit_codes_total", "counter", "Runs that ended, by their exit code."
         )
         for base, group in bases:

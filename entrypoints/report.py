@@ -56,6 +56,7 @@ def document(groups: dict[str, Aggregate], by: str) -> list[dict[str, object]]:
             "timed_out": group.outcomes["timeout"],
             "signalled": group.outcomes["signal"],
             "busy": group.busy,
+            "ping_failures": group.ping_failures,
             "success_rate": round(group.outcomes["success"] / runs, 4),
             "exit_codes": {str(rc): n for rc, n in sorted(group.codes.items())},
             "attempts": attempts.count,

@@ -445,3 +445,17 @@ def test_a_failed_ping_is_silent_under_quiet_and_in_the_log(lab: Lab, service: s
     result = lab.run("run", "-q", "--ping", service, "--", "true", timeout=60)
     assert (result.returncode, result.stderr) == (0, b"")
     assert json.loads(lab.log.read_text())["ping_failed"] is True
+
+
+def test_runs_whose_ping_failed_are_counted_and_exported(lab: Lab, service: str) -> None:
+    """A failed ping says nothing under -q; stats counts the runs it failed in, by job, as
+    runner_ping_failures_total (which the RunnerPingsFailing alert watches)."""
+    Service.behaviour = "fail"
+    assert lab.run("run", "-q", "--name", "job", "--ping", service, "--", "true").returncode == 0
+    Service.behaviour = "ok"
+    assert lab.run("run", "-q", "--name", "job", "--ping", service, "--", "true").returncode == 0
+    result = lab.run("stats", "--by", "name", "--json")
+    (group,) = json.loads(result.stdout)["groups"]
+    assert (group["runs"], group["ping_failures"]) == (2, 1)
+    text = lab.run("stats", "--by", "name", "--prometheus", "-").stdout.decode()
+    assert 'runner_ping_failures_total{name="job"} 1\n' in text
