@@ -27,8 +27,7 @@ TWO_FROM = 8 << 20
 """Bytes from which a plain log is read by two processes, where two cores may be used."""
 KEYS_MAX = 100_000
 """Command lines or names whose key a reader remembers; past that it starts over."""
-ATTEMPT_MAX = 1_000_000_000
-MS_MAX = 10**13
+ATTEMPT_MAX, MS_MAX = 1_000_000_000, 10**13
 """The largest attempt number and duration (milliseconds) a line may hold."""
 _BROKEN = (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError)
 """What a hostile line can make reading it raise: the line is malformed, nothing more."""
@@ -132,9 +131,8 @@ class LineReader:
 
 
 def told(record: dict[str, object], rc: int) -> str | None:
-    """How a line with a timeout's or a signal's rc says it ended: `timed_out` and `signal`
-    tell the runner's timeout and a real signal from a command that merely exited with
-    that code; a line without them (written before they were) is read by its rc (None)."""
+    """How a line with a timeout's or a signal's rc says it ended (`timed_out`, `signal`: the
+    runner's timeout or a real signal, or a command that exited so); None: by its rc."""
     said = record.get("timed_out")
     if said is True or said == "idle":
         return "timeout"

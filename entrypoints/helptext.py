@@ -249,7 +249,7 @@ OPTIONS = {
     ),
     "--quiet": (
         "",
-        "print errors only (also -q)",
+        "print no diagnostic but errors (also -q); what was asked for still prints",
         "off",
     ),
 }
