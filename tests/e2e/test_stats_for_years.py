@@ -96,9 +96,9 @@ def test_a_label_value_that_is_not_utf8_is_a_usage_error(lab: Lab) -> None:
 
 
 def test_a_lone_surrogate_in_a_command_line_is_shown_escaped_and_exports(lab: Lab) -> None:
-    """Regression: a line another writer added with a lone surrogate (`"\\ud800"`) in its
-    command made every later `stats --prometheus` fail with 125, even after that log was
-    gone (the checkpoint kept it). It is escaped as any unprintable character is."""
+    """A line another writer added with a lone surrogate (`"\\ud800"`) in its command: shown
+    escaped in the table and in the textfile, export after export (the issue reported
+    every later export failing; every surrogate is now escaped, whatever its kind)."""
     lab.log.write_text(
         '{"ts":"2026-11-30T00:00:00+00:00","cmd":["echo","\\ud800"],"attempt":1,"rc":0,'
         '"duration_ms":1,"run_id":"r1"}\n'
