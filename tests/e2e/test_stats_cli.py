@@ -253,3 +253,11 @@ def test_stats_help_says_what_a_busy_checkpoint_exits_with(lab: Lab) -> None:
     said = " ".join(lab.run("stats", "--help").stdout.decode().split())
     assert "3 another stats" not in said
     assert "125 runner error (a log that is not there or cannot be read, another stats" in said
+
+
+def test_a_log_given_that_is_not_there_is_an_error(lab: Lab) -> None:
+    """Regression: `stats --log /nonexistent` (a typo) exited 0 with "nothing to summarize",
+    as a home with no log yet does. A log named on the command line must be there."""
+    result = lab.run("stats", "--log", str(lab.tmp / "nonexistent"))
+    assert result.returncode == 125
+    assert result.stderr.decode() == f"runner: error: no attempt log at {lab.tmp / 'nonexistent'}\n"
