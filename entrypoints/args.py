@@ -72,6 +72,8 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
 def _help(words: list[str]) -> Invocation:
     """`help` or `help SUB`."""
     invocation = Invocation("help")
+    if words == ["help"]:  # help about help: the overview, which says how to ask for more
+        return invocation
     if words:
         if words[0] not in ACTIONS or len(words) > 1:
             raise _unknown("subcommand", " ".join(words), list(ACTIONS))

@@ -255,8 +255,8 @@ OPTIONS = {
 }
 
 DURATIONS_NOTE = """\
-DURATION is seconds (1.5) or a number with s, m, h or d (30s, 5m); 0 means no limit,
-as does inf."""
+DURATION is seconds (1.5) or a number with ms, s, m, h or d (500ms, 30s, 5m);
+0 means no limit, as does inf."""
 FOOTER = (
     DURATIONS_NOTE
     + """

@@ -44,9 +44,19 @@ def set_option(invocation: Invocation, option: str, value: str) -> None:
             f"{option} needs a path" + (" (or - for stdin)" if option == "--log" else "")
         )
     elif option == "--log":
-        invocation.logs.append(value)
+        invocation.logs.append(_home_expanded(value))
     else:
-        setattr(invocation, PATHS[option], value)
+        setattr(invocation, PATHS[option], _home_expanded(value))
+
+
+def _home_expanded(path: str) -> str:
+    """`~/x` and `~user/x` as a shell would read them: a path given where no shell runs (a
+    systemd unit, a crontab's environment) would otherwise make a folder named `~`."""
+    if not path.startswith("~"):
+        return path
+    import os.path  # noqa: PLC0415 - only for such a path
+
+    return os.path.expanduser(path)
 
 
 def set_naming(invocation: Invocation, option: str, value: str) -> None:

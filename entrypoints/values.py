@@ -29,25 +29,50 @@ def check_name(name: str) -> str:
 
 
 def parse_duration(text: str, option: str) -> float:
-    """Seconds from `1.5`, `30s`, `5m`, `2h` or `1d`, as coreutils `timeout` reads them.
+    """Seconds from `1.5`, `500ms`, `30s`, `5m`, `2h` or `1d`, as coreutils `timeout` reads
+    them (spaces before the number, and hexadecimal `0x10`, too).
 
     A positive value too small to represent rounds up to the smallest (a nanosecond);
     one too large (or `inf`) means no practical limit (FOREVER); negative, NaN and
     malformed values are usage errors.
     """
-    number, scale = (text[:-1], _UNITS[text[-1]]) if text[-1:] in _UNITS else (text, 1.0)
+    spaced = text.lstrip(" \t\n")  # as strtod, which coreutils `timeout` reads with
+    if _is_hex(spaced):  # strtod reads every hexadecimal digit first: 0x1d is 29 seconds
+        number, scale = spaced, 1.0
+    elif spaced.endswith("ms"):  # as the runner writes a duration itself: 500ms
+        number, scale = spaced[:-2], 0.001
+    elif spaced[-1:] in _UNITS:
+        number, scale = spaced[:-1], _UNITS[spaced[-1]]
+    else:
+        number, scale = spaced, 1.0
     try:
-        if not number.isascii() or not number or not _FLOAT_CHARS.issuperset(number.lower()):
+        if not number.isascii() or not number or number != number.rstrip():
             raise ValueError
-        value = float(number)
+        if number.lower().lstrip("+").startswith("0x"):  # a hexadecimal number, as strtod
+            value = float.fromhex(number)
+        elif _FLOAT_CHARS.issuperset(number.lower()):
+            value = float(number)
+        else:
+            raise ValueError
     except ValueError:
-        raise UsageError(f"{option}: invalid duration {text!r} (e.g. 1.5, 30s, 5m, 2h)") from None
+        raise UsageError(
+            f"{option}: invalid duration {text!r} (e.g. 1.5, 500ms, 30s, 5m, 2h)"
+        ) from None
     if not value >= 0:
         raise UsageError(f"{option}: duration must be zero or more, not {text!r}")
     seconds = value * scale
     if seconds == 0 and any(digit in "123456789" for digit in number.lower().partition("e")[0]):
         return SMALLEST
     return min(seconds, FOREVER)
+
+
+def _is_hex(text: str) -> bool:
+    """Whether `text` is a whole hexadecimal number, suffix-free (`0x1d`, `0x1.8p1`)."""
+    try:
+        hexadecimal = text.lower().lstrip("+").startswith("0x") and text == text.rstrip()
+        return hexadecimal and text.isascii() and float.fromhex(text) >= 0
+    except ValueError:
+        return False
 
 
 def parse_count(text: str, option: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
@@ -43,7 +44,7 @@ def test_durations_out_of_range_are_clamped(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "abc", "-1", "nan", "-inf", "5x", "s", " 1", "1 ", "--1", "1_0", "0x1", "\u0661"]
+    "text", ["", "abc", "-1", "nan", "-inf", "5x", "s", "1 ", "--1", "1_0", "\u0661"]
 )
 def test_bad_durations(text: str) -> None:
     """Negative, NaN and malformed durations are usage errors."""
@@ -256,3 +257,40 @@ def test_a_zero_window_is_no_limit_as_every_duration_says(option: str) -> None:
     says of every DURATION that 0 means no limit, as `--retire-after 0` read it."""
     assert getattr(parse(["stats", option, "0"], {}), option[2:].replace("-", "_")) is None
     assert getattr(parse(["stats", option, "5m"], {}), option[2:].replace("-", "_")) == 300
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("500ms", 0.5),
+        (" 5", 5.0),
+        ("\t2m", 120.0),
+        ("0x10", 16.0),
+        ("0x1.8p1s", 3.0),
+        ("1.5ms", 0.0015),
+    ],
+)
+def test_durations_are_read_as_coreutils_timeout_reads_them(text: str, seconds: float) -> None:
+    """Regression: `--backoff 500ms` was refused though the runner writes 500ms itself, and
+    ` 5` and `0x10` were refused though coreutils `timeout` (strtod) reads them."""
+    assert parse_duration(text, "--backoff") == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["5 ", "ms", "0x", "1e", "5mss", "0xg", "0x10 "])
+def test_durations_that_no_reader_takes_are_refused(text: str) -> None:
+    """Trailing spaces, a unit alone or a number cut short: usage errors naming the value."""
+    with pytest.raises(UsageError, match="invalid duration"):
+        parse_duration(text, "--backoff")
+
+
+def test_a_path_starting_with_a_tilde_is_the_home_s() -> None:
+    """Regression: `--checkpoint '~/x.json'` where no shell runs (systemd) made a folder
+    named `~`; a leading `~` is read as a shell reads it."""
+    invocation = parse(["stats", "--checkpoint", "~/x.json", "--log", "~/runs.jsonl"], {})
+    assert invocation.checkpoint == os.path.expanduser("~/x.json")
+    assert invocation.logs == [os.path.expanduser("~/runs.jsonl")]
+
+
+def test_help_help_is_the_overview() -> None:
+    """Regression: `runner.py help help` was an unknown subcommand."""
+    assert parse(["help", "help"], {}).action == "help"
