@@ -199,7 +199,8 @@ def test_text_that_is_not_utf8_is_escaped_on_a_strict_stdout(lab: Lab) -> None:
         ("-0.5s", 125),
         ("nan", 125),
         ("1_000", 125),
-        ("0x10", 125),
+        ("0x10", 0),  # 16 s: GNU timeout 9.1 reads hexadecimal too
+        (" 0.05", 124),  # and spaces before the number
         ("\u0661", 125),
         ("", 125),
         ("s", 125),
