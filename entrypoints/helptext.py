@@ -214,8 +214,7 @@ OPTIONS = {
     ),
     "--since": (
         "DURATION",
-        "the table and JSON: only runs of the current log that started this long ago or later;"
-        " the export: window gauges beside the counters",
+        "only runs of the current log that started this long ago or later (exported: gauges)",
         "all",
     ),
     "--by": (
@@ -271,9 +270,8 @@ EXITS = {
     "apply": "exit: 0 applied, already applied, or --dry-run; 1 failed; 3 another run holds the\n"
     "lock; 125 runner error or a lost lock; 126 cannot execute; 127 not found; 128+N ended by\n"
     "signal N.",
-    "stats": "exit: 0; 125 runner error (a log that is not there or cannot be read, another\n"
-    "stats updating the checkpoint for 2 minutes, output that cannot be written); 128+N ended\n"
-    "by signal N.",
+    "stats": "exit: 0; 125 runner error (a log missing or unreadable, another stats updating\n"
+    "the checkpoint for 2 minutes, output that cannot be written); 128+N ended by signal N.",
     "applied": "exit: 0; 125 runner error (unusable state, output that cannot be written).",
     "forget": "exit: 0 forgotten, or nothing to forget; 3 another run holds the lock; 125 runner\n"
     "error.",

@@ -252,7 +252,7 @@ def test_stats_help_says_what_a_busy_checkpoint_exits_with(lab: Lab) -> None:
     minutes for it and exits 125, as the test of that wait shows."""
     said = " ".join(lab.run("stats", "--help").stdout.decode().split())
     assert "3 another stats" not in said
-    assert "125 runner error (a log that is not there or cannot be read, another stats" in said
+    assert "125 runner error (a log missing or unreadable, another stats updating" in said
 
 
 def test_a_log_given_that_is_not_there_is_an_error(lab: Lab) -> None:
