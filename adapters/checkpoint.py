@@ -13,15 +13,14 @@ is not used: the whole history on disk is read again, so no counter falls.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from binascii import crc32
 
 from adapters import stats_state
 from adapters.files import write_atomically
-from adapters.log_read import read_range, read_stream
-from adapters.rotation import head_at, known_generations, open_log
+from adapters.log_read import read_file, read_range
+from adapters.rotation import head_at, known_generations
 from adapters.stats_files import Untrusted, open_regular, read_own, resolved, whole_lines_end
 from domain.errors import StateError
 from domain.stats import Summary
@@ -114,7 +113,7 @@ class Checkpoint:
             for path, first in known_generations(self.log, info):
                 if first != head:
                     try:
-                        self._read_generation(path, 0, summary, stop)
+                        read_file(path, 0, summary, self.by, stop)
                     except (OSError, EOFError) as exc:
                         warn(f"cannot read {path}: {why(exc)}; the runs in it are not counted")
             return 0
@@ -132,7 +131,7 @@ class Checkpoint:
                 skip = at["offset"] if first == at["head"] else 0
                 found = found or bool(skip)
                 try:
-                    self._read_generation(path, skip, summary, stop)
+                    read_file(path, skip, summary, self.by, stop)
                 except (OSError, EOFError) as exc:
                     raise StateError(f"cannot read {path}: {why(exc)}") from None
         if not found and at["offset"]:
@@ -141,16 +140,6 @@ class Checkpoint:
                 "lines written to it since the last stats are not counted"
             )
         return 0
-
-    def _read_generation(
-        self, path: str, skip: int, summary: Summary, stop: Callable[[], None]
-    ) -> None:
-        with open_log(path) as handle:
-            if isinstance(handle, io.BufferedReader):  # plain: by position
-                size = os.fstat(handle.fileno()).st_size
-                read_range(handle.fileno(), skip, size, summary, self.by, stop)
-            else:
-                read_stream(handle, skip, summary, self.by, stop)
 
     def _read(self) -> dict[str, Any] | None:
         """The body, or None when there is none or it cannot be believed (said once)."""

@@ -1,4 +1,5 @@
-"""What a child the runner forks for its own work (a lock waiter, a stats worker) does first."""
+"""What a child the runner forks for its own work (a lock waiter, stats' second reader)
+does first, and whether a second process may have a core of its own."""
 
 from __future__ import annotations
 
@@ -26,3 +27,17 @@ def become_helper(keep: Iterable[int], mask: Iterable[int] = ()) -> None:
     for signum in (*REDIRECTED, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, list(mask))
+
+
+def two_cores() -> bool:
+    """Whether this process may use two cores: its affinity, and its cgroup's CPU quota."""
+    if len(os.sched_getaffinity(0)) < 2:
+        return False
+    try:
+        with open("/proc/self/cgroup") as own:  # cgroup v2: the line "0::/path"
+            group = next(line[3:] for line in own.read().split("\n") if line.startswith("0::"))
+        with open(f"/sys/fs/cgroup{group}/cpu.max") as limit:
+            quota, period = limit.read().split()
+    except (OSError, ValueError, StopIteration):
+        return True
+    return quota == "max" or int(quota) >= 2 * int(period)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from json import JSONDecoder, loads
 
-from adapters.forked import become_helper
-from adapters.stats_files import whole_lines_end
+from adapters.forked import become_helper, two_cores
+from adapters.rotation import is_compressed, open_log
+from adapters.stats_files import open_regular, whole_lines_end
 from adapters.timestamps import parse
 from domain.aggregate import BY_RC
 from domain.errors import SIGNALLED_RC, TIMEOUT_RC
@@ -68,8 +69,7 @@ class LineReader:
         if self.fed % SETTLE_EVERY == 0:
             summary.settle()
 
-    def record_loosely(self, line: str) -> None:
-        """A line `raw_decode` refused: spaces around it are allowed, as json.loads allows."""
+    def record_loosely(self, line: str) -> None:  # spaces around an object: as json.loads
         try:
             self.record(loads(line or "!"))
         except _BROKEN:
@@ -155,7 +155,7 @@ def read_range(
 ) -> bool:
     """Read the whole lines in [start, end) of the plain log open at `fd` into `into`; False
     when the file turned out shorter than `end` (truncated while it was read)."""
-    if end - start >= TWO_FROM and _two_cores():
+    if end - start >= TWO_FROM and two_cores():
         middle = whole_lines_end(fd, start, (start + end) // 2)
         if start < middle < end:
             return _read_in_two(fd, start, middle, end, into, by, stop)
@@ -240,20 +240,6 @@ def _drain(fd: int, stop: Callable[[], None]) -> bytes:
             pieces.append(piece)
 
 
-def _two_cores() -> bool:
-    """Whether this process may use two cores: its affinity, and its cgroup's CPU quota."""
-    if len(os.sched_getaffinity(0)) < 2:
-        return False
-    try:
-        with open("/proc/self/cgroup") as own:  # cgroup v2: the line "0::/path"
-            group = next(line[3:] for line in own.read().split("\n") if line.startswith("0::"))
-        with open(f"/sys/fs/cgroup{group}/cpu.max") as limit:
-            quota, period = limit.read().split()
-    except (OSError, ValueError, StopIteration):
-        return True
-    return quota == "max" or int(quota) >= 2 * int(period)
-
-
 def read_stream(
     handle: BinaryIO, skip: int, into: Summary, by: str, stop: Callable[[], None]
 ) -> None:
@@ -280,3 +266,17 @@ def read_stream(
         reader.feed(data)
     if rest:
         reader.feed(rest)
+
+
+def read_file(path: str, skip: int, into: Summary, by: str, stop: Callable[[], None]) -> None:
+    """A log or rotated generation after `skip` bytes: plain by position (a FIFO refused),
+    compressed as a stream. OSError, or EOFError for a compressed one cut short."""
+    fd = open_regular(path)
+    try:
+        if not is_compressed(path):
+            read_range(fd, skip, os.fstat(fd).st_size, into, by, stop)
+            return
+    finally:
+        os.close(fd)
+    with open_log(path) as handle:
+        read_stream(handle, skip, into, by, stop)

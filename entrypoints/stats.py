@@ -6,16 +6,17 @@ import os
 import sys
 import time
 
-from adapters.log_read import read_range, read_stream
-from adapters.rotation import is_compressed, open_log
+from adapters.log_read import read_file, read_stream
+from adapters.rotation import is_compressed
 from adapters.signals import ending
 from adapters.stats_files import (
     check_checkpoint,
+    check_textfile,
     checkpoint_path,
     distinct_files,
     lock_path,
-    open_regular,
     updating,
+    write_textfile,
 )
 from domain.errors import ExitStatus, Interrupted, StateError
 from domain.stats import Summary
@@ -112,8 +113,6 @@ def _check_outputs(invocation: Invocation, logs: list[str]) -> None:
     if given is not None:
         check_checkpoint(given, logs)
     if invocation.prometheus not in (None, "-"):
-        from adapters.stats_files import check_textfile
-
         extra = [] if given is None else [given, lock_path(given, logs[0])]
         check_textfile(invocation.prometheus, logs, extra)
 
@@ -146,15 +145,8 @@ def _whole(
         try:
             if path == "-":
                 read_stream(sys.stdin.buffer, 0, found, by, stop)
-            elif _compressed(path):
-                with open_log(path) as handle:
-                    read_stream(handle, 0, found, by, stop)
             else:
-                fd = open_regular(path)
-                try:
-                    read_range(fd, 0, os.fstat(fd).st_size, found, by, stop)
-                finally:
-                    os.close(fd)
+                read_file(path, 0, found, by, stop)
         except (OSError, EOFError) as exc:
             raise _unreadable(path, exc) from None
     return found
@@ -196,8 +188,6 @@ def _export(
         if invocation.prometheus == "-":
             console.answer(text.decode().removesuffix("\n"), even_quiet=True)
         else:
-            from adapters.stats_files import write_textfile
-
             write_textfile(invocation.prometheus, text, 0o644)
     if checkpoint is None:
         return

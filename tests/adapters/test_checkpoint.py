@@ -81,8 +81,10 @@ def test_a_rotation_in_the_middle_of_a_read_loses_and_doubles_nothing(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
+    monkeypatch.setattr("adapters.log_read.read_range", rotating)  # generations
     assert counted(update(log, watch)) in (510, 511)  # the new log's line now or next time
     monkeypatch.setattr("adapters.checkpoint.read_range", real)
+    monkeypatch.setattr("adapters.log_read.read_range", real)  # generations
     assert counted(update(log, watch)) == 511
 
 
@@ -103,6 +105,7 @@ def test_a_first_read_cut_by_a_copytruncate_counts_the_copy(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
+    monkeypatch.setattr("adapters.log_read.read_range", rotating)  # generations
     assert counted(update(log, watch)) == 300
     assert len(calls) == 3  # the log; then the copy and the emptied log
 
@@ -122,6 +125,7 @@ def test_a_log_rotated_at_every_read_is_an_error_not_a_wrong_count(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr("adapters.checkpoint.read_range", rotating)
+    monkeypatch.setattr("adapters.log_read.read_range", rotating)  # generations
     with pytest.raises(StateError, match="rotated again and again"):
         update(log, watch)
     assert not (tmp_path / ".runs.jsonl.stats-cmd.json").exists()
