@@ -53,12 +53,16 @@ def _histogram(found: Histogram) -> list[object]:
 
 
 def load(plain: Any) -> Summary:
-    """The Summary `plain` describes; ValueError when it does not hold together."""
+    """The Summary `plain` describes; ValueError when it does not hold together.
+
+    Each value is checked by kind while the Summary is built, and the counts, times and
+    exit codes of every aggregate are then checked together, in a few C-level passes."""
     try:
-        made = Summary()
+        made, seen = Summary(), _Seen()
         made.newest = _time(plain["newest"])
         made.lines, made.malformed = _count(plain["lines"]), _count(plain["malformed"])
-        made.by_key = {_text(key): _read_aggregate(value) for key, value in _dict(plain["keys"])}
+        made.by_key = {_text(key): seen.aggregate(value) for key, value in _dict(plain["keys"])}
+        seen.check()
         for run_id, value in _dict(plain["open"]):
             key, first, first_attempt, attempts, last_end, rc, outcome, waits = value
             run = made.open[_text(run_id)] = Run(_text(key), _time(first), _count(first_attempt))
@@ -73,39 +77,85 @@ def load(plain: Any) -> Summary:
         raise ValueError("a value of the wrong kind") from None
 
 
-def _read_aggregate(plain: Any) -> Aggregate:
-    made = Aggregate()
-    counts = _counts([plain[name] for name in _COUNTS], len(_COUNTS))
-    for name, value in zip(_COUNTS, counts, strict=True):
-        setattr(made, name, value)
-    for name in _TIMES:
-        setattr(made, name, None if plain[name] is None else _time(plain[name]))
-    for name in _CODES:
-        setattr(made, name, None if plain[name] is None else _rc(plain[name]))
-    made.outcomes = dict(zip(OUTCOMES, _counts(plain["outcomes"], 4), strict=True))
-    made.attempt_outcomes = dict(zip(OUTCOMES, _counts(plain["attempt_outcomes"], 4), strict=True))
-    codes = plain["codes"]
-    made.codes = dict(
-        zip(map(_rc, (rc for rc, _ in codes)), _counts([n for _, n in codes], None), strict=True)
-    )
-    recent = plain["recent"]
-    made.recent = [(_time(at / 1000), OUTCOMES[o]) for at, o in recent]
-    _counts([o for _, o in recent], None)  # a place among OUTCOMES, not a negative index
-    made.durations = _read_histogram(plain["durations"])
-    made.attempt_durations = _read_histogram(plain["attempt_durations"])
-    return made
+class _Seen:
+    """The counts, times and exit codes of the aggregates read, to be checked together."""
 
+    def __init__(self) -> None:
+        self.counts: list[Any] = []
+        self.times: list[Any] = []
+        self.rcs: list[Any] = []
 
-def _read_histogram(plain: Any) -> Histogram:
-    le, low, fine, count, total, most = plain
-    made = Histogram()
-    counts = _counts(fine, None)
-    if _count(low) + len(counts) > FINE_MAX:
-        raise ValueError("a fine bucket past any duration")
-    made.restore(
-        _counts(le, len(LE_MS) + 1), (low, counts), _count(count), _count(total), _count(most)
-    )
-    return made
+    def aggregate(self, plain: Any) -> Aggregate:
+        made = Aggregate()
+        counts = self.counts
+        for name in _COUNTS:
+            value = plain[name]
+            setattr(made, name, value)
+            counts.append(value)
+        for name in _TIMES:
+            value = plain[name]
+            if value is not None:
+                self.times.append(value)
+                value = float(value)
+            setattr(made, name, value)
+        for name in _CODES:
+            value = plain[name]
+            if value is not None:
+                self.rcs.append(value)
+            setattr(made, name, value)
+        made.outcomes = dict(zip(OUTCOMES, self.sized(plain["outcomes"], 4), strict=True))
+        made.attempt_outcomes = dict(
+            zip(OUTCOMES, self.sized(plain["attempt_outcomes"], 4), strict=True)
+        )
+        codes = _list(plain["codes"])
+        rcs, ns = [rc for rc, _ in codes], [n for _, n in codes]
+        self.rcs += rcs
+        counts += ns
+        made.codes = dict(zip(rcs, ns, strict=True))
+        recent = _list(plain["recent"])
+        ats = [at / 1000 for at, _ in recent]  # kept in whole milliseconds
+        places = [o for _, o in recent]
+        self.times += ats
+        if places and (set(map(type, places)) != {int} or min(places) < 0):
+            raise ValueError("an outcome")  # a place among OUTCOMES, not a negative index
+        made.recent = list(zip(ats, map(OUTCOMES.__getitem__, places), strict=True))
+        made.durations = self.histogram(plain["durations"])
+        made.attempt_durations = self.histogram(plain["attempt_durations"])
+        if not made.runs == sum(made.outcomes.values()) == sum(ns) == made.durations.count:
+            raise ValueError("a count of runs that its outcomes, codes or durations belie")
+        if sum(made.attempt_outcomes.values()) != made.attempt_durations.count:
+            raise ValueError("a count of attempts that their durations belie")
+        return made
+
+    def histogram(self, plain: Any) -> Histogram:
+        le, low, fine, count, total, most = plain
+        made = Histogram()
+        self.counts += (low, count, total, most)
+        if type(low) is not int or low + len(_list(fine)) > FINE_MAX:
+            raise ValueError("a fine bucket past any duration")
+        self.counts += fine
+        if not count == sum(le) == sum(fine) or not most <= total <= most * count:
+            raise ValueError("a histogram whose buckets belie its count")
+        made.restore(self.sized(le, len(LE_MS) + 1), (low, fine), count, total, most)
+        return made
+
+    def sized(self, value: object, size: int) -> list[int]:
+        if type(value) is not list or len(value) != size:
+            raise ValueError("a list of counts")
+        self.counts += value
+        return value
+
+    def check(self) -> None:
+        """ValueError unless every count is a whole number of 0 or more, every time a
+        number within ±10**15, every exit code
+        one of 0 to 255."""
+        _counts(self.counts, None)
+        times = self.times
+        if not set(map(type, times)) <= {int, float} or not all(-1e15 < at < 1e15 for at in times):
+            raise ValueError("a time")  # NaN too
+        rcs = self.rcs
+        if rcs and (set(map(type, rcs)) != {int} or min(rcs) < 0 or max(rcs) > 255):
+            raise ValueError("an exit code")
 
 
 def _counts(value: object, size: int | None) -> list[int]:
@@ -151,6 +201,12 @@ def _outcome(value: object) -> str:
     if value not in OUTCOMES:
         raise ValueError("an outcome")
     return str(value)
+
+
+def _list(value: object) -> list[Any]:
+    if type(value) is not list:
+        raise ValueError("a list")
+    return value
 
 
 def _dict(value: object) -> list[tuple[Any, Any]]:

@@ -272,6 +272,66 @@ def test_a_kept_summary_that_does_not_hold_together_is_refused(damage: dict[str,
         stats_state.load(json.loads(json.dumps(plain)))
 
 
+def _leaves(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """The path of every number, text, null and list in a plain value."""
+    found = [path] if path else []
+    if isinstance(value, dict):
+        return found + [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return found + [p for n, v in enumerate(value) for p in _leaves(v, (*path, n))]
+    return found
+
+
+def _replaced(value: object, path: tuple[object, ...], new: object) -> object:
+    if not path:
+        return new
+    copy = json.loads(json.dumps(value))
+    inner = copy
+    for step in path[:-1]:
+        inner = inner[step]
+    inner[path[-1]] = new
+    return copy
+
+
+HOSTILE: list[object] = [
+    -1,
+    256,
+    10**16,
+    float("nan"),
+    float("inf"),
+    True,
+    None,
+    "x",
+    [],
+    {},
+    [1, "x"],
+]
+
+
+def test_any_value_of_a_kept_aggregate_replaced_loads_or_is_refused() -> None:
+    """Each field of a kept aggregate, each count, time and code in its lists, replaced by a
+    hostile value: ValueError, or a summary that settles, merges, dumps and reads on."""
+    plain = json.loads(json.dumps(stats_state.dump(small_log())))
+    key = next(iter(plain["keys"]))
+    for path in _leaves(plain["keys"][key]):
+        for new in HOSTILE:
+            damaged = {**plain, "keys": {key: _replaced(plain["keys"][key], path, new)}}
+            try:
+                made = stats_state.load(json.loads(json.dumps(damaged)))
+            except ValueError:
+                continue
+            made.merge(stats_state.load(plain))
+            attempt(made, "later", "job", 99, 1, 1, 10, True)
+            made.settle()
+            for group in made.finished().values():
+                assert group.runs >= 0
+                assert group.failures >= 0
+                assert 0 <= group.durations.quantile(0.5) <= group.durations.maximum
+                assert all(type(v) is int and v >= 0 for v in group.durations.le)
+                assert all(type(at) is float and -1e15 < at < 1e15 for at, _ in group.recent)
+            assert stats_state.load(json.loads(json.dumps(stats_state.dump(made))))
+
+
 @given(
     st.lists(
         st.tuples(st.integers(0, 3), st.floats(0, 1e6), st.sampled_from([0, 1, 2, 124, 143])),
