@@ -100,6 +100,14 @@ def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
         source = "--state" if invocation.state_url else "RUNNER_STATE_URL"
         raise UsageError(f"{source}: expected a postgresql://user@host:port/db URL")
     invocation.state_url = url
+    if url is None and invocation.state_options and invocation.action != "setup":
+        given = invocation.state_options[0]
+        raise UsageError(
+            f"{given} is for a state in PostgreSQL: give --state URL or set RUNNER_STATE_URL "
+            f"(without one, the lock and markers are this host's, and {given} would mean nothing)"
+        )
+    if invocation.action == "run" and url is None and invocation.lock is not None:
+        _lock_name_or_path(invocation.lock)
     leased = url is not None and (invocation.action == "apply" or invocation.lock is not None)
     if leased and invocation.policy.kill_after == 0 and invocation.stop_signal != 9:
         raise UsageError(
@@ -118,6 +126,19 @@ def _read_state(invocation: Invocation, env: Mapping[str, str]) -> None:
             raise UsageError(
                 f"--lock: with a state URL, --lock takes a lock NAME (as apply's), "
                 f"not {invocation.lock!r}"
+            ) from None
+
+
+def _lock_name_or_path(lock: str) -> None:
+    """A --lock with a `/` is a file path (as flock's); without one, a lock NAME kept in the
+    home's state folder, whatever the current folder (or an error)."""
+    if "/" not in lock:
+        try:
+            check_name(lock)
+        except UsageError:
+            raise UsageError(
+                f"--lock: {lock!r} is not a lock NAME (letters, digits, '.', '_' or '-'); "
+                f"for a file in this folder, give ./{lock}"
             ) from None
 
 

@@ -70,7 +70,9 @@ def _files(invocation: Invocation, state: str, watch: SignalWatch, what: str) ->
 
     if invocation.action == "run":
         assert invocation.lock is not None
-        lock = FcntlLock(invocation.lock, watch, what=what, slots=invocation.slots)
+        named = "/" not in invocation.lock  # a NAME: one lock whatever the current folder
+        path = os.path.join(state, f"run:{invocation.lock}.lock") if named else invocation.lock
+        lock = FcntlLock(path, watch, what=what, slots=invocation.slots, create_folder=named)
         return Backend(lock, None, environ=os.environ)
     home = os.path.join(state, "lock")
     markers = FileMarkerStore(state)

@@ -112,8 +112,8 @@ OPTIONS = {
     "--lock": (
         "FILE|NAME",
         (
-            "run only as the holder of an exclusive flock on FILE; with a state URL, of the lock "
-            "NAME in PostgreSQL"
+            "run only as the holder of a lock: a FILE path (with a /) is flocked as flock(1) "
+            "does; a NAME is kept in the home's state folder, or with a state URL in PostgreSQL"
         ),
         "none",
     ),

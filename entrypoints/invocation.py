@@ -118,6 +118,7 @@ class Invocation:
         "schema",
         "since",
         "slots",
+        "state_options",
         "state_url",
         "stop_signal",
         "topic",
@@ -140,6 +141,8 @@ class Invocation:
         self.retire_after: float | None = None
         self.by = "cmd"
         self.state_url: str | None = None
+        self.state_options: list[str] = []
+        """The options given that only a state URL uses (--namespace, --schema, ...)."""
         self.namespace = "default"
         self.schema = "public"
         self.lease = 30.0

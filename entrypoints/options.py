@@ -111,6 +111,8 @@ def scope(value: str, where: str) -> str:
 
 def _set_state_option(invocation: Invocation, option: str, value: str) -> None:
     """The options of the state backends, --slots, --lock-scope and --grant."""
+    if option in STATE and option != "--state":
+        invocation.state_options.append(option)
     if option == "--lock-scope":
         invocation.lock_scope = scope(value, option)
     elif option == "--grant":
