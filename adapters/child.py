@@ -7,7 +7,7 @@ import os
 import signal
 import time
 
-from adapters.reaper import alive, descendants, signal_outside
+from adapters.reaper import alive, descendants, group_alive, signal_outside
 from adapters.signals import PASSED_ON
 from domain.attempts import Outcome
 from domain.errors import ExitStatus
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from adapters.signals import SignalWatch
+    from adapters.watcher import Watcher
 
     class Settings(Protocol):
         """What a child is started with (adapters.process.PosixProcessRunner's options)."""
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 
         def poll(self) -> str | None:
             """Check without blocking; why the lock was lost, or None."""
+
+        def watch_with(self, watcher: Watcher) -> None:
+            """Tell `watcher` how long the lock holds, at every confirmation."""
 
 
 SWEEP_INTERVAL = 0.01
@@ -82,6 +86,8 @@ class Child:
         self.killed_at: float | None = None
         self.signalled: int | None = None
         self.timed_out = False
+        self.watcher: Watcher | None = None
+        """Told when the command is asked to end, so that it does not ask twice."""
 
     def wait(self) -> Outcome:
         status = self._reap()
@@ -101,6 +107,11 @@ class Child:
             timeout = None if wake is None else max(0.0, wake - now)
             self._on_signals(self.watch.wait(timeout, guarded.alert_fd() if guarded else None))
             status = self._reap()
+        if self.guard is not None and self.lost is None and not self.timed_out:
+            self.lost = self.guard.poll()  # ended by the watcher for a lapsed lease
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            # ended past its timeout while the runner was stopped: by the watcher, for it
+            self.timed_out = self.signalled is None and self.lost is None
         ended = self.timed_out or self.signalled is not None or self.lost is not None
         if ended and not self.foreground:
             self._sweep()
@@ -137,7 +148,7 @@ class Child:
             pass
         deadline = time.monotonic() + KILL_WAIT
         while time.monotonic() < deadline and (
-            self._left() if self.subreaper else _group_alive(self.pid)
+            self._left() if self.subreaper else group_alive(self.pid)
         ):
             self._reap()
             time.sleep(SWEEP_INTERVAL)
@@ -159,6 +170,8 @@ class Child:
         if signum == signal.SIGKILL:
             self._kill()
             return
+        if self.watcher is not None:
+            self.watcher.stopping(now + self.kill_after)
         self._signal_group(signum)
         self._signal_group(signal.SIGCONT)
         if self.kill_at is None and self.killed_at is None and self.kill_after > 0:
@@ -169,6 +182,8 @@ class Child:
             self._kill()
 
     def _kill(self) -> None:
+        if self.watcher is not None and self.killed_at is None:
+            self.watcher.stopping(time.monotonic())
         self._signal_group(signal.SIGKILL)
         self.kill_at = None
         if self.killed_at is None:
@@ -190,7 +205,7 @@ class Child:
         """After the leader ended: wait out the grace, then kill whatever the command left,
         in its group or out of it."""
         interval = SWEEP_INTERVAL
-        while self._left() if self.subreaper else _group_alive(self.pid):
+        while self._left() if self.subreaper else group_alive(self.pid):
             now = time.monotonic()
             self._kill_when_due(now)
             if self.killed_at is not None:
@@ -224,31 +239,3 @@ class Child:
                 return None
             if pid == self.pid:
                 return status
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` still runs; zombies awaiting their reaper do not.
-
-    An orphan's zombie can stay in the group until init collects it, so the
-    kernel's answer (killpg with signal 0) is confirmed against /proc where it exists.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] != b"Z" and int(fields[2]) == pgid:
-                return True
-    return False

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.capture import Capture
     from adapters.child import Guard
     from adapters.signals import SignalWatch
+    from adapters.watcher import Watcher
 
 
 RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
@@ -53,6 +54,7 @@ class PosixProcessRunner:
         foreground: bool = False,
         preserve_status: bool = False,
         capture: Capture | None = None,
+        watcher: Watcher | None = None,
     ) -> None:
         self.watch = watch
         self.inherit = inherit
@@ -62,6 +64,8 @@ class PosixProcessRunner:
         self.foreground = foreground
         self.preserve_status = preserve_status
         self.capture = capture
+        self.watcher = watcher
+        """Started before the first attempt that has a limit or a state lock to keep."""
         self.stdin_start = _regular_file_offset(0)
         self.subreaper = become_subreaper()
 
@@ -76,6 +80,7 @@ class PosixProcessRunner:
             os.set_inheritable(fd, True)
         if self.stdin_start is not None:
             os.lseek(0, self.stdin_start, os.SEEK_SET)
+        watcher = self._watcher(timeout)
         before = frozenset(descendants(os.getpid())) if self.subreaper else frozenset()
         kept = None if self.capture is None else self.capture.open()
         actions = [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[0], 1)]
@@ -94,6 +99,9 @@ class PosixProcessRunner:
                 os.set_inheritable(fd, False)
         child = Child(pid, self, timeout, kill_after, before)
         self.watch.group = None if self.foreground else pid
+        if watcher is not None:
+            child.watcher = watcher
+            watcher.attempt(pid, child.deadline)
         try:
             return self._ended(child.wait())
         except BaseException:
@@ -101,6 +109,18 @@ class PosixProcessRunner:
             raise
         finally:
             self.watch.group = None
+            if child.watcher is not None:
+                child.watcher.ended()
+
+    def _watcher(self, timeout: float) -> Watcher | None:
+        """The watcher, for an attempt with a limit or a lock to keep (started before the look
+        at what runs already, which it is not part of)."""
+        watcher = self.watcher if timeout > 0 or self.guard is not None else None
+        if watcher is not None and not watcher.pid:
+            watcher.start()
+            if self.guard is not None and watcher.pid:
+                self.guard.watch_with(watcher)
+        return watcher if watcher is not None and watcher.pid else None
 
     def _spawn(
         self, cmd: list[str], environment: Mapping[str, str], actions: list[tuple[int, int, int]]

@@ -94,6 +94,37 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != b"Z"
 
 
+def started_at(pid: int) -> int | None:
+    """When `pid` started (clock ticks after boot: with the pid, one process for ever), or
+    None when it is gone or a zombie."""
+    fields = _stat(pid)
+    return None if fields is None or fields[0] == b"Z" else int(fields[19])
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs; zombies awaiting their reaper do not.
+
+    An orphan's zombie can stay in the group until init collects it, so the
+    kernel's answer (killpg with signal 0) is confirmed against /proc where it exists.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields is not None and fields[0] != b"Z" and int(fields[2]) == pgid:
+                return True
+    return False
+
+
 _HAS_CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 

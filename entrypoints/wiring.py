@@ -53,15 +53,23 @@ class Wiring:
             from entrypoints.environ import scrubbed_environ
 
             environ = scrubbed_environ(environ)
+        guard = None if backend is None else backend.guard
+        policy, watcher = invocation.policy, None
+        if policy.timeout > 0 or policy.deadline > 0 or guard is not None:
+            from adapters.watcher import Watcher
+
+            release = None if guard is None else guard.release_elsewhere
+            watcher = Watcher(invocation.stop_signal, policy.kill_after, release)
         return PosixProcessRunner(
             watch,
             inherit=tuple if backend is None else getattr(backend.lock, "fds", tuple),
-            guard=None if backend is None else backend.guard,
+            guard=guard,
             environ=environ,
             stop_signal=invocation.stop_signal,
             preserve_status=invocation.preserve_status,
             foreground=invocation.foreground,
             capture=capture,
+            watcher=watcher,
         )
 
     def clock(self, watch: SignalWatch) -> Clock:

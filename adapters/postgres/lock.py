@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from adapters.postgres.keeper import LeaseKeeper
     from adapters.postgres.session import Session
     from adapters.postgres.tables import Tables
+    from adapters.watcher import Watcher
 
 MARGIN = 5.0
 """Seconds the server keeps a lease beyond the holder's own deadline and its kill grace."""
@@ -70,6 +71,9 @@ class PgLock:
         self.make_keeper = keeper
         self.random = random
         self.keeper: LeaseKeeper | None = None
+        self.until = 0.0
+        """The monotonic time the lease holds for the command to (the last confirmation's)."""
+        self.watcher: Watcher | None = None
 
     def acquire(self, wait: float = 0.0) -> int:
         """Claim a slot, trying again for up to `wait` seconds; return the fencing token.
@@ -81,6 +85,7 @@ class PgLock:
         reachable = start + max(wait, self.session.connect_timeout)
         backoff = FIRST_PAUSE
         while True:
+            sent = time.monotonic()
             row, waiters = self._claim(reachable, note=wait > 0)
             if row is not None:
                 break
@@ -90,6 +95,7 @@ class PgLock:
             pause = max(backoff, waiters / CHECKS_PER_SECOND)
             self._sleep(min(start + wait - time.monotonic(), pause * (0.5 + self.random() / 2)))
             backoff = min(backoff * 2, PAUSE_CAP)
+        self.until = sent + self.lease
         if wait > 0:
             self._stop_waiting(reachable)
         self.keeper = self.make_keeper(self)
@@ -164,12 +170,32 @@ class PgLock:
 
     def renew(self, session: Session, within: float) -> bool:
         """Extend the lease (from the keeper's own session); False once it is not ours."""
+        sent = time.monotonic()
         rows = session.query(
             sql.renew(self.tables.schema),
             (self.namespace, self.lock, self.owner, self.server_lease),
             limit=within,
         )
+        if rows:
+            self.until = sent + self.lease
+            if self.watcher is not None:
+                self.watcher.lease_until(self.until)
         return bool(rows)
+
+    def watch_with(self, watcher: Watcher) -> None:
+        """Tell `watcher` of every confirmed renewal from now on (and of the last one)."""
+        self.watcher = watcher
+        watcher.lease_until(self.until)
+
+    def release_elsewhere(self) -> None:
+        """Delete the lease row from another process (the watcher), on a connection of its own."""
+        from adapters.postgres.session import Session
+
+        own = Session(self.session.url, None, connect_timeout=self.session.connect_timeout, limit=5)
+        try:
+            own.query(sql.release(self.tables.schema), (self.namespace, self.lock, self.owner))
+        finally:
+            own.close()
 
     def fds(self) -> tuple[int, ...]:
         """A lease is nothing a command can inherit."""
@@ -190,11 +216,18 @@ class PgLock:
                 until=time.monotonic() + self.session.connect_timeout,
             )
         except StateError:
-            pass  # it expires on the server by itself
+            return  # it expires on the server by itself, or the watcher deletes it
+        if self.watcher is not None:
+            self.watcher.released()
 
     def lost(self) -> str | None:
-        """Why the lease is no longer held, or None."""
-        return None if self.keeper is None else self.keeper.lost
+        """Why the lease is no longer held, or None: the keeper's word, or, when the runner
+        was stopped past the last confirmation's lease, that."""
+        if self.keeper is None:
+            return None
+        if self.keeper.lost is None and time.monotonic() >= self.until:
+            return f"no renewal confirmed within the {self.lease:.3g}s lease (--lease)"
+        return self.keeper.lost
 
     def alert_fd(self) -> int | None:
         """A descriptor that turns readable when the lease has been lost."""
