@@ -54,13 +54,16 @@ def apply(
     lock: Lock,
     markers: MarkerStore,
     console: Console,
+    since: float | None = None,
 ) -> int:
     """Apply `name` once: under the lock, skip if marked, else run and mark on success.
 
     A dry run takes no lock: it says what the decision would be, and does nothing.
+    `since` (monotonic) is when the run began (before --splay): the --deadline's start.
     """
-    since = attempts.clock.monotonic()
-    token = None if dry_run else lock.acquire(lock_wait(policy))
+    since = attempts.clock.monotonic() if since is None else since
+    waited = attempts.clock.monotonic() - since
+    token = None if dry_run else lock.acquire(lock_wait(policy, waited))
     try:
         match decide_apply(markers.exists(name), dry_run):
             case Skip():

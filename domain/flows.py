@@ -146,22 +146,42 @@ def run(
     attempts: Attempts,
     lock: Lock | None,
     name: str | None = None,
+    since: float | None = None,
 ) -> int:
     """Run `cmd` with retries (as the job `name`, when given); with a lock, as the single
-    instance that holds it."""
+    instance that holds it. `since` (monotonic) is when the run began (before --splay)."""
+    since = attempts.clock.monotonic() if since is None else since
     if lock is None:
-        return attempts.run(cmd, policy, name)
-    since = attempts.clock.monotonic()
-    token = lock.acquire(lock_wait(policy))
+        return attempts.run(cmd, policy, name, since=since)
+    token = lock.acquire(lock_wait(policy, attempts.clock.monotonic() - since))
     try:
         return attempts.run(cmd, policy, name, token, lock, since)
     finally:
         lock.release()
 
 
-def lock_wait(policy: Policy) -> float:
-    """How long to wait for a busy lock: --lock-wait, within the --deadline, which counts
-    the wait (a budget that something waits on, such as a Kubernetes deadline)."""
+def splay(
+    policy: Policy, clock: Clock, random: Callable[[], float], sink: AttemptSink,
+    record: AttemptRecord,
+) -> None:  # fmt: skip
+    """Wait a random time in [0, --splay) before anything else of the run (as systemd's
+    RandomizedDelaySec=), so that a fleet's cron does not start every host at once. A
+    signal ends it as it ends a backoff wait: `record` (the run's first attempt, as it
+    would have begun) is logged with no attempt made, and Interrupted is raised."""
+    began = clock.monotonic()
+    signum = clock.sleep(policy.splay * random())
+    if signum is not None:
+        record.rc, record.signal = 128 + signum, signum
+        record.duration_ms = max(0, round((clock.monotonic() - began) * 1000))
+        record.attempted = False
+        sink.record(record)
+        raise Interrupted(signum)
+
+
+def lock_wait(policy: Policy, elapsed: float = 0.0) -> float:
+    """How long to wait for a busy lock: --lock-wait, within what is left of the --deadline
+    `elapsed` seconds into the run (a budget that something waits on, such as a Kubernetes
+    deadline)."""
     if policy.deadline <= 0:
         return policy.lock_wait
-    return min(policy.lock_wait, policy.deadline)
+    return max(0.0, min(policy.lock_wait, policy.deadline - elapsed))

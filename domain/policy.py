@@ -12,7 +12,8 @@ class Policy(Value):
     """Limits of one invocation. Durations are seconds; 0 means no limit.
 
     `retry_on` is the set of exit codes worth another attempt; None means every
-    failure but 126 and 127. `lock_wait` is how long to wait for a busy lock.
+    failure but 126 and 127. `lock_wait` is how long to wait for a busy lock; `splay`,
+    the longest random wait before the first attempt (and before the lock).
     """
 
     __slots__ = (
@@ -24,6 +25,7 @@ class Policy(Value):
         "max_backoff",
         "retries",
         "retry_on",
+        "splay",
         "timeout",
     )
 
@@ -39,6 +41,7 @@ class Policy(Value):
         retry_on: frozenset[int] | None = None,
         deadline: float = 0.0,
         lock_wait: float = 0.0,
+        splay: float = 0.0,
     ) -> None:
         self.timeout = timeout
         self.kill_after = kill_after
@@ -49,6 +52,7 @@ class Policy(Value):
         self.retry_on = retry_on
         self.deadline = deadline
         self.lock_wait = lock_wait
+        self.splay = splay
 
     @property
     def max_attempts(self) -> int:

@@ -59,6 +59,9 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
         _read_state(invocation, env)
     if action in ("run", "apply") and invocation.ping is None and env.get("RUNNER_PING_URL"):
         invocation.ping = check_ping_url(env["RUNNER_PING_URL"], "RUNNER_PING_URL")
+    policy = invocation.policy
+    if policy.splay and policy.deadline and policy.splay >= policy.deadline:
+        raise UsageError("--splay is waited within the --deadline: give it less than the deadline")
     if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
         raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
     if action in ("apply", "forget") and invocation.lock_scope is None:

@@ -132,6 +132,7 @@ def _execute(
 ) -> int:
     """Wire the adapters; a run without --lock loads nothing of locks and markers."""
     from domain import flows
+    from domain.attempts import AttemptRecord
 
     home = invocation.home or ""
     backend = wiring.backend(invocation, home, watch)
@@ -141,6 +142,11 @@ def _execute(
         keep_stdin(watch)
     sink = wiring.sink(os.path.join(home, "runs.jsonl"), console.warn)
     run_id = os.urandom(8).hex()
+    clock, random = wiring.clock(watch), wiring.random()
+    began = clock.wall(), clock.monotonic()
+    if invocation.policy.splay and not invocation.dry_run:  # before the lock and the pings
+        first = AttemptRecord(began[0], invocation.cmd, 1, 0, 0, run_id, invocation.name or None)
+        flows.splay(invocation.policy, clock, random, sink, first)
     capture, pinger, recorder = _reporting(invocation, console, sink, run_id, watch)
     processes = wiring.processes(invocation, watch, backend, capture)
     said: Console = console
@@ -148,21 +154,16 @@ def _execute(
         from entrypoints.console import HeldConsole
 
         said = HeldConsole(console, capture.hold)
-    attempts = flows.Attempts(
-        processes, wiring.clock(watch), recorder, said, run_id, wiring.random()
-    )
+    attempts = flows.Attempts(processes, clock, recorder, said, run_id, random)
     code: int = ExitStatus.RUNNER_ERROR
-    began = attempts.clock.wall(), attempts.clock.monotonic()
     try:
-        code = _perform(invocation, attempts, backend, console)
+        code = _perform(invocation, attempts, backend, console, began[1])
         return code
     except Interrupted as stop:
         code = stop.exit_code
         raise
     except LockBusy as busy:
         busy.status = code = invocation.conflict_exit_code  # what the run exits with, pinged
-        from domain.attempts import AttemptRecord
-
         waited = max(0, round((attempts.clock.monotonic() - began[1]) * 1000))
         refused = AttemptRecord(
             began[0], invocation.cmd, 1, code, waited, run_id, invocation.name or None
@@ -216,8 +217,10 @@ def _perform(
     attempts: flows.Attempts,
     backend: Backend | None,
     console: StreamConsole,
+    since: float,
 ) -> int:
-    """run or apply, with the adapters the composition root built."""
+    """run or apply, with the adapters the composition root built; `since` (monotonic) is when
+    the run began."""
     from domain import flows
 
     if invocation.action == "run":
@@ -228,6 +231,7 @@ def _perform(
             attempts=attempts,
             lock=lock,
             name=invocation.name or None,
+            since=since,
         )
     from domain.apply import apply
 
@@ -242,6 +246,7 @@ def _perform(
         lock=backend.lock,
         markers=backend.markers,
         console=console,
+        since=since,
     )
 
 

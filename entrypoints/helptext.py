@@ -101,6 +101,11 @@ OPTIONS = {
         "a budget for the whole run, waits (for a retry or the lock) included",
         "0, none",
     ),
+    "--splay": (
+        "DURATION",
+        "wait a random time below this before the lock and the first attempt (within --deadline)",
+        "0, none",
+    ),
     "--replay-stdin": (
         "",
         (

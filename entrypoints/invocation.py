@@ -14,6 +14,7 @@ DURATIONS = {
     "--max-backoff": "max_backoff",
     "--deadline": "deadline",
     "--lock-wait": "lock_wait",
+    "--splay": "splay",
 }
 PATHS = {
     "--home": "home",

@@ -292,3 +292,38 @@ def test_a_lock_still_busy_at_the_deadline_is_busy_then() -> None:
         run(CMD, Policy(deadline=10, lock_wait=600), attempts=world.attempts, lock=world.lock)
     assert world.lock.waits == [10]
     assert world.processes.calls == []
+
+
+def test_the_splay_waits_a_random_part_of_itself_and_the_deadline_counts_it() -> None:
+    """--splay waits splay * random() once, before the lock; the --deadline is counted from
+    before it, for the lock wait and the attempt's time limit alike."""
+    from domain.attempts import AttemptRecord
+    from domain.flows import splay
+
+    world = World(Outcome(0))
+    policy = Policy(deadline=10, lock_wait=8, splay=4)
+    since = world.clock.monotonic()
+    first = AttemptRecord(world.clock.wall(), CMD, 1, 0, 0, "run-1")
+    splay(policy, world.clock, lambda: 0.75, world.sink, first)
+    assert world.clock.slept == [3.0]
+    assert run(CMD, policy, attempts=world.attempts, lock=world.lock, since=since) == 0
+    assert world.lock.waits == [7.0]
+    assert world.processes.calls[0][1] == pytest.approx(7.0)
+    assert [r.attempted for r in world.sink.records] == [True]
+
+
+def test_a_signal_during_the_splay_ends_the_run_with_its_line_and_no_attempt() -> None:
+    from domain.attempts import AttemptRecord
+    from domain.flows import splay
+
+    world = World()
+    world.clock.interrupt_sleep_with = 15
+    first = AttemptRecord(world.clock.wall(), CMD, 1, 0, 0, "run-1", "nightly")
+    with pytest.raises(Interrupted) as stopped:
+        splay(Policy(splay=60), world.clock, lambda: 0.5, world.sink, first)
+    assert stopped.value.exit_code == 143
+    [line] = world.sink.records
+    assert (line.attempt, line.rc, line.signal, line.attempted, line.name) == (
+        1, 143, 15, False, "nightly",
+    )  # fmt: skip
+    assert not world.processes.calls
