@@ -10,17 +10,19 @@ BIN := $(VENV)/bin
 test: lint postgres
 	$(BIN)/pytest
 
-# Debian's postgresql, pgbouncer, prometheus (for promtool) and logrotate packages, when they
-# are nowhere to be found and apt can install them (the tests start their own server and
-# pooler on loopback, check the alert rules with promtool, and rotate logs with logrotate).
+# Debian's postgresql, pgbouncer, prometheus (for promtool), logrotate and faketime packages,
+# when they are nowhere to be found and apt can install them (the tests start their own server
+# and pooler on loopback, check the alert rules with promtool, rotate logs with logrotate, and
+# run a host whose clock is off with faketime).
 postgres:
 	@{ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } && \
 	{ command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer; } && \
 	command -v promtool >/dev/null && \
-	{ command -v logrotate >/dev/null || test -x /usr/sbin/logrotate; } || \
+	{ command -v logrotate >/dev/null || test -x /usr/sbin/logrotate; } && \
+	command -v faketime >/dev/null || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer prometheus logrotate >/dev/null; \
-	  else echo "PostgreSQL, PgBouncer, promtool or logrotate is missing: their tests will skip (and fail under CI=true)"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer prometheus logrotate faketime >/dev/null; \
+	  else echo "PostgreSQL, PgBouncer, promtool, logrotate or faketime is missing: their tests will skip (and fail under CI=true)"; fi; }
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -24,10 +24,23 @@ def held_locks(state: str) -> list[dict[str, object]]:
         if name != "lock" and not name.endswith(".lock"):
             continue
         path = os.path.join(state, name)
-        holder = _holder(path)
+        holder = _holder(path) or _held(path)
         if holder is not None:
             found.append({"lock": name, **holder, "token": _token(path + ".token")})
     return found
+
+
+def _held(path: str) -> dict[str, object] | None:
+    """A lock no process holds, kept taken by the --hold of a run that ended."""
+    import time  # noqa: PLC0415
+
+    from adapters.hold import held_until, moment  # noqa: PLC0415
+
+    found = held_until(path + ".hold")
+    if found is None or found[0] <= time.time():
+        return None
+    until, what = found
+    return {"what": f"{what} ended; held until {moment(until)} (--hold)", "held_until": until}
 
 
 def _holder(path: str) -> dict[str, object] | None:

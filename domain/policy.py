@@ -13,12 +13,14 @@ class Policy(Value):
 
     `retry_on` is the set of exit codes worth another attempt; None means every
     failure but 126 and 127. `lock_wait` is how long to wait for a busy lock; `splay`,
-    the longest random wait before the first attempt (and before the lock).
+    the longest random wait before the first attempt (and before the lock); `hold`, how
+    long run's lock stays taken after it was taken, even when the run ended sooner.
     """
 
     __slots__ = (
         "backoff",
         "deadline",
+        "hold",
         "jitter",
         "kill_after",
         "lock_wait",
@@ -42,6 +44,7 @@ class Policy(Value):
         deadline: float = 0.0,
         lock_wait: float = 0.0,
         splay: float = 0.0,
+        hold: float = 0.0,
     ) -> None:
         self.timeout = timeout
         self.kill_after = kill_after
@@ -53,6 +56,7 @@ class Policy(Value):
         self.deadline = deadline
         self.lock_wait = lock_wait
         self.splay = splay
+        self.hold = hold
 
     @property
     def max_attempts(self) -> int:

@@ -155,6 +155,8 @@ def _read_words(
             raise UsageError("--lock-wait goes with --lock FILE")
         if invocation.slots != 1 and invocation.lock is None:
             raise UsageError("--slots goes with --lock")
+        if invocation.policy.hold and invocation.lock is None:
+            raise UsageError("--hold goes with --lock: it keeps the lock taken")
         invocation.cmd = words + (command or [])
         if not invocation.cmd:
             raise UsageError("run: missing command (runner.py run [OPTIONS] -- CMD [ARG...])")

@@ -72,8 +72,10 @@ def _files(invocation: Invocation, state: str, watch: SignalWatch, what: str) ->
         assert invocation.lock is not None
         named = "/" not in invocation.lock  # a NAME: one lock whatever the current folder
         path = os.path.join(state, f"run:{invocation.lock}.lock") if named else invocation.lock
-        lock = FcntlLock(path, watch, what=what, slots=invocation.slots, create_folder=named)
-        return Backend(lock, None, environ=os.environ)
+        from adapters.hold import HeldLock
+
+        flock = FcntlLock(path, watch, what=what, slots=invocation.slots, create_folder=named)
+        return Backend(HeldLock(flock, invocation.policy.hold, watch), None, environ=os.environ)
     home = os.path.join(state, "lock")
     markers = FileMarkerStore(state)
     if invocation.lock_scope == "name" and invocation.action == "apply":
@@ -134,6 +136,7 @@ def _postgres(invocation: Invocation, watch: SignalWatch, what: str) -> Backend:
         kill_after=invocation.policy.kill_after,
         keeper=keeper,
         random=random_fraction,
+        hold=invocation.policy.hold if invocation.action == "run" else 0.0,
     )
     markers = None if invocation.action == "run" else PgMarkerStore(tables, namespace, lock)
     return Backend(lock, markers, environ=environ, tables=tables, guard=lock)

@@ -54,8 +54,10 @@ def locks(invocation: Invocation, home: str, watch: SignalWatch, console: Stream
 def _holder(row: dict[str, object], now: float) -> str:
     if "host" not in row:
         return str(row["what"])
-    since = float(str(row["since"]))
-    return holder_line(str(row["what"]), str(row["host"]), int(str(row["pid"])), now - since)
+    if row["pid"] == 0:  # the --hold of a run that ended: EXPIRES IN says how long it lasts
+        return f"{visible(str(row['what']))} on {visible(str(row['host']))} ended; held (--hold)"
+    age = float(str(row["age"])) if "age" in row else now - float(str(row["since"]))
+    return holder_line(str(row["what"]), str(row["host"]), int(str(row["pid"])), age)
 
 
 def _leases(invocation: Invocation, watch: SignalWatch) -> list[dict[str, object]]:
@@ -74,8 +76,9 @@ def _leases(invocation: Invocation, watch: SignalWatch) -> list[dict[str, object
             "since": float(since or 0),
             "token": int(token or 0),
             "expires_in": float(left or 0),
+            "age": float(age or 0),
         }
-        for lock, slot, what, host, pid, since, token, left in found
+        for lock, slot, what, host, pid, since, token, left, age in found
     ]
 
 

@@ -122,6 +122,12 @@ OPTIONS = {
         ),
         "none",
     ),
+    "--hold": (
+        "DURATION",
+        "with --lock: keep the lock taken this long after it was taken, however soon the run "
+        "ends (ShedLock's lockAtLeastFor): once per period across a fleet",
+        "0, none",
+    ),
     "--slots": (
         "N",
         "with --lock: at most N holders at once",

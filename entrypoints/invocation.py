@@ -15,6 +15,7 @@ DURATIONS = {
     "--deadline": "deadline",
     "--lock-wait": "lock_wait",
     "--splay": "splay",
+    "--hold": "hold",
 }
 PATHS = {
     "--home": "home",
@@ -59,7 +60,7 @@ FLAGS = {
 }
 GLOBAL = frozenset({"--home", "--quiet", "-q"})
 """Options every subcommand takes, also before the subcommand."""
-POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait"})
+POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait", "--hold"})
 PROCESS = frozenset(
     {
         "--foreground",
@@ -73,7 +74,7 @@ PROCESS = frozenset(
 STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
-    "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name"},
+    "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name", "--hold"},
     "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
     "stats": GLOBAL
     | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"}

@@ -15,7 +15,7 @@ import time
 
 from adapters.postgres import sql
 from domain.errors import Interrupted, LockBusy, StateError
-from domain.words import holder_line
+from domain.words import holder_line, visible
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class PgLock:
         kill_after: float,
         keeper: Callable[[PgLock], LeaseKeeper],
         random: Callable[[], float],
+        hold: float = 0.0,
     ) -> None:
         self.tables = tables
         self.session = tables.session
@@ -69,6 +70,8 @@ class PgLock:
         self.server_lease = lease + kill_after + MARGIN
         self.owner = os.urandom(12).hex()
         self.make_keeper = keeper
+        self.hold = hold
+        """Seconds the lock stays taken after it was taken, by the server's clock (--hold)."""
         self.random = random
         self.keeper: LeaseKeeper | None = None
         self.until = 0.0
@@ -160,13 +163,15 @@ class PgLock:
             )
         except StateError:
             return None
-        return (
-            "; ".join(
-                holder_line(str(what), str(host), int(pid or 0), float(age or 0))
-                for what, host, pid, age in rows
-            )
-            or None
-        )
+        return "; ".join(_holder(*row) for row in rows) or None
+
+    def _release(self, session: Session, until: float | None) -> None:
+        """Delete the lease row, or with --hold keep it taken (unowned) until the hold ends."""
+        key: tuple[object, ...] = (self.namespace, self.lock, self.owner)
+        statements: list[tuple[str, tuple[object, ...]]] = [(sql.release(self.tables.schema), key)]
+        if self.hold > 0:
+            statements.insert(0, (sql.hold(self.tables.schema), (*key, self.hold)))
+        session.run(statements, until=until)
 
     def renew(self, session: Session, within: float) -> bool:
         """Extend the lease (from the keeper's own session); False once it is not ours."""
@@ -193,7 +198,7 @@ class PgLock:
 
         own = Session(self.session.url, None, connect_timeout=self.session.connect_timeout, limit=5)
         try:
-            own.query(sql.release(self.tables.schema), (self.namespace, self.lock, self.owner))
+            self._release(own, None)
         finally:
             own.close()
 
@@ -210,11 +215,7 @@ class PgLock:
         if keeper.lost is not None:
             return
         try:
-            self.session.query(
-                sql.release(self.tables.schema),
-                (self.namespace, self.lock, self.owner),
-                until=time.monotonic() + self.session.connect_timeout,
-            )
+            self._release(self.session, time.monotonic() + self.session.connect_timeout)
         except StateError:
             return  # it expires on the server by itself, or the watcher deletes it
         if self.watcher is not None:
@@ -239,3 +240,13 @@ class PgLock:
 
     def poll(self) -> str | None:
         return self.lost()
+
+
+def _holder(what: object, host: object, pid: object, age: object, expires: object) -> str:
+    """One holder, for LockBusy: a run, or the --hold a run left behind it."""
+    if str(pid) == "0":
+        from adapters.hold import moment
+
+        return f"{visible(str(what))} on {visible(str(host))} ended; the lock is held until " \
+            f"{moment(float(str(expires)))} (--hold)"  # fmt: skip
+    return holder_line(str(what), str(host), int(str(pid or 0)), float(str(age or 0)))

@@ -147,20 +147,35 @@ def release(schema: str) -> str:
     return f'DELETE FROM "{schema}".runner_leases WHERE namespace = $1 AND lock = $2 AND owner = $3'
 
 
-def holders(schema: str) -> str:
-    """Who holds a lock's slots now: what, host, pid, seconds held."""
+def hold(schema: str) -> str:
+    """Before `release`, in its transaction: keep the caller's lease taken until $4 seconds
+    after it was taken, when that is still to come (--hold). A held row has no owner (none
+    can renew it) and pid 0; it frees itself when it expires, as any lease does."""
     return (
-        f'SELECT what, host, pid, extract(epoch FROM now() - since)::float8 FROM "{schema}"'
+        f"UPDATE \"{schema}\".runner_leases SET owner = '', pid = 0,"
+        " expires = since + make_interval(secs => $4::float8)"
+        " WHERE namespace = $1 AND lock = $2 AND owner = $3"
+        " AND since + make_interval(secs => $4::float8) > now()"
+    )
+
+
+def holders(schema: str) -> str:
+    """Who holds a lock's slots now: what, host, pid (0: a --hold after the run), seconds
+    held, and when the lease expires (epoch seconds, by the server's clock)."""
+    return (
+        "SELECT what, host, pid, extract(epoch FROM now() - since)::float8,"
+        f' extract(epoch FROM expires)::float8 FROM "{schema}"'
         ".runner_leases WHERE namespace = $1 AND lock = $2 AND slot < $3::integer"
         " AND expires > now() ORDER BY slot"
     )
 
 
 def leases(schema: str) -> str:
-    """Every lease of a namespace that has not expired, for `runner locks`."""
+    """Every lease of a namespace that has not expired, for `runner locks`: its age and
+    what is left of it by the server's clock, whatever the host's says."""
     return (
         "SELECT lock, slot, what, host, pid, extract(epoch FROM since)::float8, token,"
-        " extract(epoch FROM expires - now())::float8"
+        " extract(epoch FROM expires - now())::float8, extract(epoch FROM now() - since)::float8"
         f' FROM "{schema}".runner_leases WHERE namespace = $1 AND expires > now()'
         " ORDER BY lock, slot"
     )
