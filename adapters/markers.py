@@ -17,6 +17,11 @@ class FileMarkerStore:
     def __init__(self, folder: str) -> None:
         self.folder = folder
 
+    def now(self) -> float:
+        import time  # noqa: PLC0415 - only apply --every asks
+
+        return time.time()
+
     def path(self, name: str) -> str:
         return os.path.join(self.folder, name + SUFFIX)
 

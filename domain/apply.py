@@ -65,34 +65,47 @@ def apply(
     waited = attempts.clock.monotonic() - since
     token = None if dry_run else lock.acquire(lock_wait(policy, waited))
     try:
-        match decide_apply(markers.exists(name), dry_run):
+        marker, period = name, ""
+        if policy.every:  # under the lock: the period the decision is made in
+            marker, start = period_marker(name, policy.every, markers.now())
+            period = f" for the period from {start}"
+        match decide_apply(markers.exists(marker), dry_run):
             case Skip():
-                (console.answer if dry_run else console.say)("already applied")
+                (console.answer if dry_run else console.say)(f"already applied{period}")
                 return ExitStatus.OK
             case DryRun():
-                console.answer(f"would apply {name}: would run {shell_words(cmd)}")
+                console.answer(f"would apply {name}{period}: would run {shell_words(cmd)}")
                 return ExitStatus.OK
             case Run():
-                return _run_and_mark(
-                    name, cmd, policy, token, since, attempts, lock, markers, console
-                )
+                rc = attempts.run(cmd, policy, name, token, lock, since)
+                return _mark(name, (marker, period), rc, cmd, attempts, lock, markers, console)
     finally:
         if not dry_run:
             lock.release()
 
 
-def _run_and_mark(
+def period_marker(name: str, every: float, now: float) -> tuple[str, str]:
+    """The marker of `name` for the period of `every` seconds (whole) that holds `now` (epoch
+    seconds; periods aligned to the Unix epoch, in UTC), and the period's start, as
+    `2026-12-04T00:00:00Z`. A NAME never holds `@`: no plain marker is one of these."""
+    import time  # noqa: PLC0415 - only apply --every
+
+    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now // every * every))
+    return f"{name}@{start}", start
+
+
+def _mark(
     name: str,
+    marker: tuple[str, str],
+    rc: int,
     cmd: list[str],
-    policy: Policy,
-    token: int | None,
-    since: float,
     attempts: Attempts,
     lock: Lock,
     markers: MarkerStore,
     console: Console,
 ) -> int:
-    rc = attempts.run(cmd, policy, name, token, lock, since)
+    """Mark `name` applied after a run that ended with `rc` 0: as the marker named, and said
+    with the period (`marker`: both)."""
     if rc != 0:
         if rc in (ExitStatus.NOT_EXECUTABLE, ExitStatus.NOT_FOUND):
             return rc
@@ -101,6 +114,6 @@ def _run_and_mark(
     reason = lock.lost()
     if reason is not None:
         raise LockLost(reason, "not marked as applied")
-    markers.write(name, when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
-    console.info(f"applied {name}")
+    markers.write(marker[0], when=attempts.clock.wall(), run_id=attempts.run_id, cmd=cmd)
+    console.info(f"applied {name}{marker[1]}")
     return ExitStatus.OK

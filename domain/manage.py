@@ -17,17 +17,25 @@ def forget(
     lock: Lock,
     markers: MarkerStore,
     console: Console,
+    every: float = 0.0,
 ) -> int:
-    """Remove `name`'s marker under apply's lock (LockBusy while an apply runs)."""
+    """Remove `name`'s marker under apply's lock (LockBusy while an apply runs): with `every`,
+    the marker of the current period (apply --every)."""
+    marker = name
+    if every:
+        from domain.apply import period_marker  # noqa: PLC0415 - only forget --every
+
+        marker, start = period_marker(name, every, markers.now())
+        name = f"{name} for the period from {start}"
     if dry_run:
-        if markers.exists(name):
+        if markers.exists(marker):
             console.answer(f"would forget {name}: its next apply would run again")
         else:
             console.answer(f"{name} is not applied; nothing to forget")
         return ExitStatus.OK
     lock.acquire(lock_wait)
     try:
-        if markers.remove(name):
+        if markers.remove(marker):
             console.say(f"forgot {name}: its next apply runs again")
         else:
             console.say(f"{name} is not applied; nothing to forget")

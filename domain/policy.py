@@ -14,12 +14,14 @@ class Policy(Value):
     `retry_on` is the set of exit codes worth another attempt; None means every
     failure but 126 and 127. `lock_wait` is how long to wait for a busy lock; `splay`,
     the longest random wait before the first attempt (and before the lock); `hold`, how
-    long run's lock stays taken after it was taken, even when the run ended sooner.
+    long run's lock stays taken after it was taken, even when the run ended sooner; `every`,
+    apply's period (whole seconds): a marker counts for the period it was applied in.
     """
 
     __slots__ = (
         "backoff",
         "deadline",
+        "every",
         "hold",
         "jitter",
         "kill_after",
@@ -45,6 +47,7 @@ class Policy(Value):
         lock_wait: float = 0.0,
         splay: float = 0.0,
         hold: float = 0.0,
+        every: float = 0.0,
     ) -> None:
         self.timeout = timeout
         self.kill_after = kill_after
@@ -57,6 +60,7 @@ class Policy(Value):
         self.lock_wait = lock_wait
         self.splay = splay
         self.hold = hold
+        self.every = every
 
     @property
     def max_attempts(self) -> int:

@@ -42,6 +42,9 @@ class AttemptSink(Protocol):
 
 
 class MarkerStore(Protocol):
+    def now(self) -> float:
+        """The state's time, epoch seconds: the host's for a folder, the server's for PostgreSQL."""
+
     def exists(self, name: str) -> bool:
         """Whether `name` has been applied."""
 

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 
 def applied(entries: list[dict[str, object]], as_json: bool, console: StreamConsole) -> int:
-    """List the markers: name, when, run id, command, host."""
+    """List the markers: name, when, run id, command, host; and the period of one applied
+    with --every (its start: the marker counts for the period from it)."""
+    entries = [_with_period(entry) for entry in entries]
     if as_json:
         console.answer(json.dumps(entries, indent=2))
         return ExitStatus.OK
@@ -22,7 +24,10 @@ def applied(entries: list[dict[str, object]], as_json: bool, console: StreamCons
         return ExitStatus.OK
     rows = [
         (
-            visible(str(entry["name"])),
+            visible(
+                str(entry["name"])
+                + (f" (period from {entry['period']})" if "period" in entry else "")
+            ),
             visible(str(entry.get("time", "-"))[:19].replace("T", " ")),
             visible(str(entry.get("run_id", "-"))),
             visible(str(entry.get("host", "-"))),
@@ -45,3 +50,12 @@ def _command(entry: dict[str, object]) -> str:
     if isinstance(cmd, list) and all(isinstance(word, str) for word in cmd):
         return shell_words(cmd)
     return "-"
+
+
+def _with_period(entry: dict[str, object]) -> dict[str, object]:
+    """A marker of apply --every (`NAME@START`) as its name and its period's start."""
+    name = str(entry["name"])
+    if "@" not in name:
+        return entry
+    base, start = name.split("@", 1)
+    return {**entry, "name": base, "period": start}

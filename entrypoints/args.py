@@ -60,6 +60,8 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
     if action in ("run", "apply") and invocation.ping is None and env.get("RUNNER_PING_URL"):
         invocation.ping = check_ping_url(env["RUNNER_PING_URL"], "RUNNER_PING_URL")
     policy = invocation.policy
+    if policy.every and (policy.every < 1 or policy.every != int(policy.every)):
+        raise UsageError("--every: a whole number of seconds, 1s or more (e.g. 1h, 1d)")
     if policy.splay and policy.deadline and policy.splay >= policy.deadline:
         raise UsageError("--splay is waited within the --deadline: give it less than the deadline")
     if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:

@@ -122,6 +122,12 @@ OPTIONS = {
         ),
         "none",
     ),
+    "--every": (
+        "PERIOD",
+        "apply, forget: once per PERIOD (aligned to the epoch, in UTC, by the state's clock): "
+        "the marker counts for the period it was applied in",
+        "none: once",
+    ),
     "--hold": (
         "DURATION",
         "with --lock: keep the lock taken this long after it was taken, however soon the run "

@@ -16,6 +16,7 @@ DURATIONS = {
     "--lock-wait": "lock_wait",
     "--splay": "splay",
     "--hold": "hold",
+    "--every": "every",
 }
 PATHS = {
     "--home": "home",
@@ -60,7 +61,9 @@ FLAGS = {
 }
 GLOBAL = frozenset({"--home", "--quiet", "-q"})
 """Options every subcommand takes, also before the subcommand."""
-POLICY = frozenset({*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait", "--hold"})
+POLICY = frozenset(
+    {*DURATIONS, "--retries", "--retry-on", "--jitter"} - {"--lock-wait", "--hold", "--every"}
+)
 PROCESS = frozenset(
     {
         "--foreground",
@@ -75,12 +78,12 @@ STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "-
 BUSY = frozenset({"--lock-wait", "--conflict-exit-code"})
 ALLOWED = {
     "run": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--lock", "--slots", "--name", "--hold"},
-    "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope"},
+    "apply": GLOBAL | POLICY | PROCESS | STATE | BUSY | {"--dry-run", "--lock-scope", "--every"},
     "stats": GLOBAL
     | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"}
     | {"--checkpoint"},
     "applied": GLOBAL | STATE | {"--json"},
-    "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope"},
+    "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope", "--every"},
     "locks": GLOBAL | STATE | {"--json"},
     "setup": GLOBAL | STATE | {"--grant"},
 }

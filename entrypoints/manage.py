@@ -51,6 +51,7 @@ def manage(
             lock=backend.lock,
             markers=backend.markers,
             console=console,
+            every=invocation.policy.every,
         )
     finally:
         backend.close()

@@ -67,8 +67,12 @@ class FakeSink:
 
 
 class FakeMarkerStore:
-    def __init__(self, applied: set[str] | None = None) -> None:
+    def __init__(self, applied: set[str] | None = None, now: float = 1_700_000_000.0) -> None:
         self.applied: dict[str, dict[str, object]] = {name: {} for name in applied or ()}
+        self.clock = now
+
+    def now(self) -> float:
+        return self.clock
 
     def exists(self, name: str) -> bool:
         return name in self.applied

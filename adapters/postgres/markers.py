@@ -36,6 +36,11 @@ class PgMarkerStore:
         patience = self.lock.lease if self.lock is not None else session.connect_timeout
         return time.monotonic() + patience
 
+    def now(self) -> float:
+        """The server's clock, whatever this host's says."""
+        rows = self.tables.call(sql.NOW, (), until=self._until(), create=False)
+        return float(rows[0][0] or 0)
+
     def exists(self, name: str) -> bool:
         schema = self.tables.schema
         return bool(

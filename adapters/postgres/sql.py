@@ -62,6 +62,9 @@ def grants(schema: str, role: str) -> list[str]:
 SETTINGS = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)"
 """Sent before each statement, in the same transaction: bounds that end with it (SET LOCAL)."""
 
+NOW = "SELECT extract(epoch FROM now())::float8"
+"""The server's clock, epoch seconds."""
+
 UNDEFINED_TABLE = "42P01"
 READ_ONLY = "25006"
 INSUFFICIENT_PRIVILEGE = "42501"

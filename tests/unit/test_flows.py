@@ -327,3 +327,47 @@ def test_a_signal_during_the_splay_ends_the_run_with_its_line_and_no_attempt() -
         1, 143, 15, False, "nightly",
     )  # fmt: skip
     assert not world.processes.calls
+
+
+def test_apply_every_marks_the_period_and_runs_again_in_the_next_one() -> None:
+    """apply --every: the marker counts for the period (aligned to the epoch, in UTC) it was
+    applied in, by the state's clock; a failure leaves none, so a retry in the period runs."""
+    from domain.apply import period_marker
+
+    assert period_marker("nightly", 86400, 1_796_356_245.6) == (
+        "nightly@2026-12-04T00:00:00Z", "2026-12-04T00:00:00Z",
+    )  # fmt: skip
+    assert period_marker("n", 3600, 3600 * 5 - 0.001)[1] == "1970-01-01T04:00:00Z"
+    world = World(Outcome(1), Outcome(0), Outcome(0))
+    world.markers.clock = 86400 * 20_000 + 10
+    daily = Policy(every=86400)
+    assert world.apply("nightly", daily) == 1
+    assert not world.markers.applied
+    assert world.apply("nightly", daily) == 0
+    assert list(world.markers.applied) == ["nightly@2024-10-04T00:00:00Z"]
+    assert world.apply("nightly", daily) == 0
+    assert world.console.said[-1] == "already applied for the period from 2024-10-04T00:00:00Z"
+    assert len(world.processes.calls) == 2
+    world.markers.clock += 86400
+    assert world.apply("nightly", daily, dry_run=True) == 0
+    assert world.console.said[-1] == (
+        "would apply nightly for the period from 2024-10-05T00:00:00Z: would run deploy --now"
+    )
+    assert world.apply("nightly", daily) == 0
+    assert len(world.processes.calls) == 3
+
+
+def test_forget_every_forgets_the_current_period_alone() -> None:
+    from domain.manage import forget
+
+    world = World(applied={"nightly@2024-10-04T00:00:00Z", "nightly@2024-10-03T00:00:00Z"})
+    world.markers.clock = 86400 * 20_000 + 10
+    code = forget(
+        "nightly", dry_run=False, lock_wait=0, lock=world.lock, markers=world.markers,
+        console=world.console, every=86400,
+    )  # fmt: skip
+    assert code == 0
+    assert list(world.markers.applied) == ["nightly@2024-10-03T00:00:00Z"]
+    assert world.console.said[-1] == (
+        "forgot nightly for the period from 2024-10-04T00:00:00Z: its next apply runs again"
+    )

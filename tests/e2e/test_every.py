@@ -1,0 +1,58 @@
+"""`apply NAME --every PERIOD`: once per period (aligned to the epoch, in UTC), by the
+state's clock: the host's for the state folder, the server's for PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from tests.e2e.conftest import RUNNER, Lab
+from tests.e2e.test_hold import _ahead
+
+
+def _period(every: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() // every * every))
+
+
+def test_apply_every_runs_once_a_period_and_a_failure_leaves_it_to_run(lab: Lab) -> None:
+    failed = lab.run("apply", "--every", "1d", "nightly", "--", "false")
+    assert failed.returncode == 1
+    first = lab.run("apply", "--every", "1d", "nightly", "--", "echo", "ran")
+    assert (first.returncode, first.stdout) == (0, b"ran\n")
+    again = lab.run("apply", "--every", "1d", "nightly", "--", "echo", "ran")
+    assert again.returncode == 0
+    assert again.stdout == f"already applied for the period from {_period(86400)}\n".encode()
+    dry = lab.run("apply", "--every", "1d", "--dry-run", "nightly", "--", "echo", "ran")
+    assert dry.stdout.startswith(b"already applied for the period from ")
+    hourly = lab.run("apply", "--every", "1h", "--dry-run", "nightly", "--", "echo", "ran")
+    assert hourly.stdout == (
+        f"would apply nightly for the period from {_period(3600)}: would run echo ran\n".encode()
+    )
+    [entry] = json.loads(lab.run("applied", "--json").stdout)
+    assert (entry["name"], entry["period"]) == ("nightly", _period(86400))
+    assert (lab.state / f"nightly@{_period(86400)}.done").exists()
+    assert not (lab.state / "nightly.done").exists()
+    forgot = lab.run("forget", "--every", "1d", "nightly")
+    assert forgot.returncode == 0
+    assert lab.run("apply", "--every", "1d", "nightly", "--", "echo", "ran").stdout == b"ran\n"
+
+
+def test_a_period_that_is_not_whole_seconds_is_refused(lab: Lab) -> None:
+    for value in ("1.5s", "500ms", "0"):
+        result = lab.run("apply", "--every", value, "x", "--", "true")
+        assert result.returncode == 125 or value == "0", (value, result.stderr)
+    assert lab.run("run", "--every", "1h", "--", "true").returncode == 125
+
+
+def test_apply_every_counts_periods_by_the_server_s_clock(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """A host whose clock is an hour ahead is in the server's period, not its own."""
+    lab.env["RUNNER_STATE_URL"] = pg_url
+    args = ["apply", "--namespace", namespace, "--every", "1h", "hourly", "--", "echo", "ran"]
+    first = lab.run(*args)
+    assert (first.returncode, first.stdout) == (0, b"ran\n"), first.stderr
+    ahead = _ahead([sys.executable, RUNNER, *args], lab)
+    assert ahead.returncode == 0, ahead.stderr
+    assert ahead.stdout.startswith(b"already applied for the period from ")
