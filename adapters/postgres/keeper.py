@@ -29,6 +29,10 @@ if TYPE_CHECKING:
         def renew(self, session: Session, within: float) -> bool: ...
 
 
+STOP_WAIT = 0.5
+"""Seconds a stopping runner waits for a renewal under way (a SIGTERM bounds it to 2 s)."""
+
+
 class LeaseKeeper:
     """Renews `lock`'s lease through `session` every lease/3 until stopped or lost."""
 
@@ -65,8 +69,13 @@ class LeaseKeeper:
         return self._alert_read
 
     def stop(self) -> None:
-        """Stop renewing (a renewal under way ends within its bound), and wait for the thread."""
+        """Stop renewing, and wait STOP_WAIT at most for the thread. A renewal under way ends
+        within its own bound; one stuck longer (a locked table) is left to it: the thread is
+        a daemon, and its descriptors stay open until it ends, so that no file opened
+        meanwhile could take one of their numbers."""
         os.write(self._stop_write, b"!")
-        self._thread.join()
+        self._thread.join(STOP_WAIT)
+        if self._thread.is_alive():
+            return
         for fd in (self._stop_read, self._stop_write, self._alert_read, self._alert_write):
             os.close(fd)

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 MARGIN = 5.0
 """Seconds the server keeps a lease beyond the holder's own deadline and its kill grace."""
 
+RELEASE_LIMIT = 1.0
+"""Seconds the release may take, tries again included (a locked table, a server gone): past
+it the row is left to the watcher, or to expire, so that a SIGTERM still ends the runner
+within 2 s."""
+
 FIRST_PAUSE = 0.05
 PAUSE_CAP = 1.0
 CHECKS_PER_SECOND = 15.0
@@ -171,7 +176,7 @@ class PgLock:
         statements: list[tuple[str, tuple[object, ...]]] = [(sql.release(self.tables.schema), key)]
         if self.hold > 0:
             statements.insert(0, (sql.hold(self.tables.schema), (*key, self.hold)))
-        session.run(statements, until=until)
+        session.run(statements, until=until, limit=RELEASE_LIMIT)
 
     def renew(self, session: Session, within: float) -> bool:
         """Extend the lease (from the keeper's own session); False once it is not ours."""
@@ -215,7 +220,7 @@ class PgLock:
         if keeper.lost is not None:
             return
         try:
-            self._release(self.session, time.monotonic() + self.session.connect_timeout)
+            self._release(self.session, time.monotonic() + RELEASE_LIMIT)
         except StateError:
             return  # it expires on the server by itself, or the watcher deletes it
         if self.watcher is not None:

@@ -62,6 +62,9 @@ def grants(schema: str, role: str) -> list[str]:
 SETTINGS = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)"
 """Sent before each statement, in the same transaction: bounds that end with it (SET LOCAL)."""
 
+SCHEMA_EXISTS = "SELECT 1 FROM pg_namespace WHERE nspname = $1"
+"""Whether a schema is there at all: tables missing from a schema that is are no state yet."""
+
 NOW = "SELECT extract(epoch FROM now())::float8"
 """The server's clock, epoch seconds."""
 

@@ -69,7 +69,12 @@ class Tables:
                 raise StateError(self.refusal(error)) from None
             if error.sqlstate != sql.UNDEFINED_TABLE:
                 raise
-        if not create:
+        if not create:  # nothing there yet, unless the schema itself is not (a typo'd --schema)
+            if not self.session.query(sql.SCHEMA_EXISTS, (self.schema,), until=until):
+                raise StateError(
+                    f"there is no schema {self.schema!r} on the server: check --schema "
+                    "(runner setup, or a first apply or run --lock, creates it)"
+                )
             return [[] for _ in statements]
         self.ensure()
         return self.session.run(statements, until=until)

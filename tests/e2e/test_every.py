@@ -4,11 +4,15 @@ state's clock: the host's for the state folder, the server's for PostgreSQL."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 
+import pytest
+
 from tests.e2e.conftest import RUNNER, Lab
 from tests.e2e.test_hold import _ahead
+from tests.procs import wait_for
 
 
 def _period(every: int) -> str:
@@ -56,3 +60,43 @@ def test_apply_every_counts_periods_by_the_server_s_clock(
     ahead = _ahead([sys.executable, RUNNER, *args], lab)
     assert ahead.returncode == 0, ahead.stderr
     assert ahead.stdout.startswith(b"already applied for the period from ")
+
+
+@pytest.mark.parametrize("table", ["runner_markers", "runner_leases"])
+def test_a_sigterm_while_the_marker_write_waits_on_a_locked_table_ends_the_run(
+    lab: Lab, pg_url: str, namespace: str, table: str
+) -> None:
+    """Regression: with the markers table locked, a SIGTERM did not end the runner within 2 s.
+    It ends it with 143, and no marker is left."""
+    import psycopg
+
+    lab.env["RUNNER_STATE_URL"] = pg_url
+    assert lab.run("apply", "--namespace", namespace, "warm", "--", "true").returncode == 0
+    started, release = lab.tmp / "started", lab.tmp / "release"
+    script = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    runner = lab.start("apply", "--namespace", namespace, "step", "--", "sh", "-c", script)
+    wait_for(started.exists, what="the command")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        release.touch()
+        wait_for(lambda: _waits_on_a_lock(pg_url), what="the marker write to wait")
+        sent = time.monotonic()
+        runner.send_signal(signal.SIGTERM)
+        _, err = runner.communicate(timeout=60)
+        took = time.monotonic() - sent
+        conn.rollback()
+    assert runner.returncode == 143, err
+    assert took < 2, took
+    listed = lab.run("applied", "--namespace", namespace, "--json")
+    assert [entry["name"] for entry in json.loads(listed.stdout)] == ["warm"]
+
+
+def _waits_on_a_lock(url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND application_name = 'runner.py'"
+        ).fetchone()
+    return bool(found and found[0])

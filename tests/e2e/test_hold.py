@@ -144,3 +144,17 @@ def _ahead(argv: list[str], lab: Lab) -> subprocess.CompletedProcess[bytes]:
         timeout=60,
         check=False,
     )
+
+
+@pytest.mark.parametrize("subcommand", [["locks"], ["applied"]])
+def test_a_mistyped_schema_is_an_error_not_an_empty_answer(
+    lab: Lab, pg_url: str, namespace: str, subcommand: list[str]
+) -> None:
+    """Regression: `locks --schema nosuch` said "no lock is held", `applied --schema nosuch`
+    "nothing applied yet"."""
+    lab.env["RUNNER_STATE_URL"] = pg_url
+    schema = f"nosuch_{namespace}"
+    result = lab.run(*subcommand, "--namespace", namespace, "--schema", schema)
+    assert result.returncode == 125, result.stdout
+    assert f"there is no schema '{schema}' on the server: check --schema".encode() in result.stderr
+    assert result.stdout == b""
