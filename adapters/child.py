@@ -88,6 +88,8 @@ class Child:
         self.timed_out = False
         self.watcher: Watcher | None = None
         """Told when the command is asked to end, so that it does not ask twice."""
+        self.run_id: bytes | None = None
+        """The run's RUNNER_RUN_ID: processes a nested runner started carry another."""
 
     def wait(self) -> Outcome:
         status = self._reap()
@@ -194,7 +196,7 @@ class Child:
         with --foreground, the command alone (as timeout does)."""
         if not self.foreground:
             self.watch.signal_group(signum)
-            signal_outside(self._left(), self.watch.group, signum)
+            signal_outside(self._left(), self.watch.group, signum, self.run_id)
             return
         try:
             os.kill(self.pid, signum)

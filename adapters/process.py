@@ -98,6 +98,8 @@ class PosixProcessRunner:
             for fd in fds:
                 os.set_inheritable(fd, False)
         child = Child(pid, self, timeout, kill_after, before)
+        if env and "RUNNER_RUN_ID" in env:
+            child.run_id = env["RUNNER_RUN_ID"].encode()
         self.watch.group = None if self.foreground else pid
         if watcher is not None:
             child.watcher = watcher

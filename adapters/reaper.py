@@ -128,15 +128,36 @@ def group_alive(pgid: int) -> bool:
 _HAS_CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
-def signal_outside(pids: set[int], group: int | None, signum: int) -> None:
+def signal_outside(
+    pids: set[int], group: int | None, signum: int, run_id: bytes | None = None
+) -> None:
     """Send `signum` to each of `pids` but those in process group `group`, which was
     signalled as a whole: a second of the same signal could run a command's trap twice.
-    One that has gone meanwhile is left."""
+    One that has gone meanwhile is left, and so is one that a nested runner started (its
+    RUNNER_RUN_ID is not `run_id`) while that runner lives (it is not this one's orphan):
+    that runner passes the signal on to it."""
+    me = os.getpid()
     for pid in pids:
         fields = _stat(pid)
         if fields is None or (group is not None and int(fields[2]) == group):
+            continue
+        if run_id is not None and int(fields[1]) != me and _nested(pid, run_id):
             continue
         try:
             os.kill(pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _nested(pid: int, run_id: bytes) -> bool:
+    """Whether `pid` was started under another runner than the run `run_id` (its environment
+    holds another RUNNER_RUN_ID)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read()
+    except OSError:
+        return False
+    for entry in environ.split(b"\0"):
+        if entry.startswith(b"RUNNER_RUN_ID="):
+            return entry[len(b"RUNNER_RUN_ID=") :] != run_id
+    return False

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
-from tests.e2e.conftest import Lab
+from tests.e2e.conftest import RUNNER, Lab
 from tests.procs import processes_with, read_pid, wait_for
 
 
@@ -57,3 +59,35 @@ def _ppid(pid: int) -> int:
             return int(handle.read().rsplit(")", 1)[1].split()[1])
     except OSError:
         return 0
+
+
+COUNT_TERM = """
+import os, signal
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+print("ready", flush=True)
+heard = [signal.sigtimedwait({signal.SIGTERM}, 60)]
+while heard[-1] is not None:
+    heard.append(signal.sigtimedwait({signal.SIGTERM}, 0.5))
+senders = {"parent" if info.si_pid == os.getppid() else "other" for info in heard[:-1]}
+print(len(heard) - 1, *sorted(senders), flush=True)
+"""
+"""Counts the SIGTERMs it hears, one by one, and says who sent them: its parent (the runner
+that started it), or another process."""
+
+
+def test_a_nested_runner_s_command_hears_each_signal_once(lab: Lab) -> None:
+    """Regression: an outer runner signalled its inner runner's group and, as its subreaper,
+    the innermost command too, which the inner runner also signalled: every signal came
+    twice, ~2 ms apart (tools such as terraform read a second interrupt as "exit now")."""
+    outer = subprocess.Popen(
+        [sys.executable, RUNNER, "run", "--", sys.executable, RUNNER, "run", "--",
+         sys.executable, "-c", COUNT_TERM],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=lab.env,
+    )  # fmt: skip
+    assert outer.stdout is not None
+    assert outer.stdout.readline() == b"ready\n"
+    outer.send_signal(signal.SIGTERM)
+    out, err = outer.communicate(timeout=60)
+    assert out == b"1 parent\n", err
