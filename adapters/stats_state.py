@@ -136,7 +136,8 @@ class _Seen:
         self.counts += fine
         if not count == sum(le) == sum(fine) or not most <= total <= most * count:
             raise ValueError("a histogram whose buckets belie its count")
-        made.restore(self.sized(le, len(LE_MS) + 1), (low, fine), count, total, most)
+        le = self.sized(le, len(LE_MS) + 1)
+        made.restore(list(le), (low, list(fine)), count, total, most)  # copies: it counts on
         return made
 
     def sized(self, value: object, size: int) -> list[int]:

@@ -353,3 +353,17 @@ def test_runs_of_one_attempt_counted_together_count_as_one_at_a_time(
             together.settle()
     mine, theirs = stats_state.dump(together), stats_state.dump(alone)
     assert mine == theirs
+
+
+def test_a_loaded_summary_counts_on_without_changing_what_it_was_loaded_from() -> None:
+    """Regression: a loaded histogram counted into the checkpoint's own lists, so a read begun
+    again after a rotation (which loads the same checkpoint again) started from buckets
+    that held the first try's durations too."""
+    plain = json.loads(json.dumps(stats_state.dump(small_log())))
+    kept = json.dumps(plain)
+    made = stats_state.load(plain)
+    for n in range(5):
+        attempt(made, f"more{n}", "deploy", 50 + n, 1, 0, 10 + n, False)
+    made.settle()
+    assert json.dumps(plain) == kept
+    assert stats_state.load(plain)
