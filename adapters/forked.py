@@ -10,7 +10,7 @@ from adapters.signals import REDIRECTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 
 def become_helper(keep: Iterable[int], mask: Iterable[int] = ()) -> None:
@@ -41,3 +41,18 @@ def two_cores() -> bool:
     except (OSError, ValueError, StopIteration):
         return True
     return quota == "max" or int(quota) >= 2 * int(period)
+
+
+def drain(fd: int, stop: Callable[[], None]) -> bytes:
+    """Everything a child writes into the pipe `fd` until it closes it; `stop()` is called
+    every 0.2 s at most (it raises to end the wait)."""
+    import select  # noqa: PLC0415 - only for a large log
+
+    pieces: list[bytes] = []
+    while True:
+        stop()
+        if select.select([fd], [], [], 0.2)[0]:
+            piece = os.read(fd, 1 << 20)
+            if not piece:
+                return b"".join(pieces)
+            pieces.append(piece)

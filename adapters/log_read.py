@@ -4,9 +4,10 @@ between two processes when it is large), a compressed one as a stream."""
 from __future__ import annotations
 
 import os
+import signal
 from json import JSONDecoder, loads
 
-from adapters.forked import become_helper, two_cores
+from adapters.forked import become_helper, drain, two_cores
 from adapters.rotation import is_compressed, open_log
 from adapters.stats_files import open_regular, whole_lines_end
 from adapters.timestamps import parse
@@ -103,6 +104,8 @@ class LineReader:
             outcome = BY_RC[rc]
             if rc == TIMEOUT_RC or rc >= SIGNALLED_RC or "timed_out" in record:
                 outcome = told(record, rc) or outcome
+            elif type(record.get("signal")) is str:  # the runner was signalled: it exited so
+                rc, outcome = runner_exit(record["signal"], rc), "signal"
             tried = record.get("attempted") is not False
             if record.get("ping_failed") is True and "delay_ms" not in record:
                 self.summary.add_ping_failure(key, started)
@@ -141,6 +144,13 @@ def told(record: dict[str, object], rc: int) -> str | None:
     if "signal" not in record:
         return None
     return "signal" if record["signal"] else "failure"
+
+
+def runner_exit(name: object, rc: int) -> int:
+    """What the runner exited with when signal `name` (TERM) came during an attempt that the
+    command ended itself with `rc` (a trap, then exit 0): 128 + the signal's number."""
+    found = getattr(signal.Signals, f"SIG{name}", None)
+    return rc if found is None else 128 + found
 
 
 def _text(line: bytes) -> str:
@@ -185,7 +195,6 @@ def _read_in_two(
 ) -> bool:
     """The first half here, the second in a child process that hands back its summary."""
     import pickle  # noqa: PLC0415 - only for a large log
-    import signal  # noqa: PLC0415
 
     parent = os.getpid()
     out, inp = os.pipe()
@@ -212,7 +221,7 @@ def _read_in_two(
     os.close(inp)
     try:
         whole = _read(fd, start, middle, LineReader(into, by), stop)
-        data = _drain(out, stop)
+        data = drain(out, stop)
         _, status = os.waitpid(pid, 0)
         pid = 0
         if status != 0 or not data:  # the child failed: read its half here
@@ -225,19 +234,6 @@ def _read_in_two(
         if pid:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-
-
-def _drain(fd: int, stop: Callable[[], None]) -> bytes:
-    import select  # noqa: PLC0415 - only for a large log
-
-    pieces: list[bytes] = []
-    while True:
-        stop()
-        if select.select([fd], [], [], 0.2)[0]:
-            piece = os.read(fd, 1 << 20)
-            if not piece:
-                return b"".join(pieces)
-            pieces.append(piece)
 
 
 def read_stream(

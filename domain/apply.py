@@ -88,9 +88,10 @@ def period_marker(name: str, every: float, now: float) -> tuple[str, str]:
     """The marker of `name` for the period of `every` seconds (whole) that holds `now` (epoch
     seconds; periods aligned to the Unix epoch, in UTC), and the period's start, as
     `2026-12-04T00:00:00Z`. A NAME never holds `@`: no plain marker is one of these."""
-    import time  # noqa: PLC0415 - only apply --every
+    from datetime import datetime, timezone  # noqa: PLC0415 - only apply --every
 
-    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now // every * every))
+    began = datetime.fromtimestamp(now // every * every, timezone.utc)
+    start = began.strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"{name}@{start}", start
 
 

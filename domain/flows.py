@@ -123,7 +123,7 @@ class Attempts:
             self.console.warn(outcome.error)
         if outcome.timed_out:
             cause = "the --deadline" if limit != policy.timeout else human(limit)
-            self.console.warn(f"timeout: command ran past {cause} and was killed")
+            self.console.warn(f"timeout: command ran past {cause} and {_ending(outcome)}")
         failed = f"attempt {attempt}/{policy.max_attempts} failed (rc={outcome.rc})"
         if isinstance(step, Retry):
             self.console.info(f"{failed}; retrying in {human(step.delay)}")
@@ -185,3 +185,16 @@ def lock_wait(policy: Policy, elapsed: float = 0.0) -> float:
     if policy.deadline <= 0:
         return policy.lock_wait
     return max(0.0, min(policy.lock_wait, policy.deadline - elapsed))
+
+
+SIGKILL = 9
+"""The one signal number POSIX fixes for every system (the domain imports no `signal`)."""
+
+
+def _ending(outcome: Outcome) -> str:
+    """How a timed-out command ended, in words: "was killed" only when SIGKILL ended it."""
+    if outcome.died_of == SIGKILL:
+        return "was killed (SIGKILL)"
+    if outcome.died_of is not None:
+        return f"was ended by signal {outcome.died_of}"
+    return "exited by itself once told to stop"

@@ -103,13 +103,15 @@ def _dispatch(
     wiring: Wiring,
 ) -> Ending:
     invocation = parse(sys.argv[1:] if argv is None else argv, os.environ)
-    if invocation.home is None:
-        invocation.home = home or state_home(os.environ)
+    if invocation.home is None:  # help reads no option: $RUNNER_HOME is its to say too
+        invocation.home = os.environ.get("RUNNER_HOME") or home or state_home(os.environ)
     if invocation.action in ("help", "version"):
         from entrypoints.usage import VERSION, page
 
         console.answer(
-            page(invocation.topic) if invocation.action == "help" else f"runner {VERSION}"
+            page(invocation.topic, invocation.home)
+            if invocation.action == "help"
+            else f"runner {VERSION}"
         )
         return Ending(ExitStatus.OK)
     console.quiet = invocation.quiet

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from entrypoints.helptext import DURATIONS_NOTE, EXITS, FOOTER, OPTIONS, SUBCOMMANDS, SUMMARIES
+from entrypoints.helptext import DURATIONS_NOTE, EXITS, FOOTER, SUBCOMMANDS, SUMMARIES
 from entrypoints.invocation import ACTIONS, ALLOWED
+from entrypoints.optiontext import OPTIONS
 
 VERSION = "0.6.0"
 
@@ -25,10 +26,10 @@ def options_of(action: str) -> list[str]:
     return [option for option in OPTIONS if option in ALLOWED[action]]
 
 
-def page(topic: str | None) -> str:
-    """The help of one subcommand, or the overview."""
+def page(topic: str | None, home: str | None = None) -> str:
+    """The help of one subcommand, or the overview (with the home this runner uses)."""
     if topic is None:
-        return _overview()
+        return _overview() + ("" if home is None else "\n\n" + where(home))
     synopsis, description = SUBCOMMANDS[topic]
     lines = [f"usage: {program()} {synopsis}", "", description, "", "options:"]
     for option in options_of(topic):
@@ -67,3 +68,24 @@ def _option(option: str) -> list[str]:
     head = f"  {option} {metavar}".rstrip()
     body = textwrap.wrap(f"{text} (default: {default})", WIDTH - 6)
     return [head] + ["      " + line for line in body]
+
+
+def where(home: str) -> str:
+    """What this runner uses, resolved: its home, attempt log and state (a state URL is shown
+    without its password)."""
+    url = os.environ.get("RUNNER_STATE_URL")
+    if url:
+        from entrypoints.environ import scrubbed_environ  # noqa: PLC0415 - only for help
+
+        shown = scrubbed_environ({"RUNNER_STATE_URL": url}).get("RUNNER_STATE_URL", "(not a URL)")
+        state = f"PostgreSQL at {shown} (RUNNER_STATE_URL)"
+    else:
+        state = os.path.join(home, "state")
+    return "\n".join(
+        [
+            "this runner:",
+            f"  home   {home}",
+            f"  log    {os.path.join(home, 'runs.jsonl')}",
+            f"  state  {state}",
+        ]
+    )

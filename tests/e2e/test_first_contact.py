@@ -300,3 +300,30 @@ def test_the_installed_command_calls_itself_runner(tmp_path: Path) -> None:
         [sys.executable, str(link), "help", "run"], capture_output=True, check=True
     ).stdout
     assert shown.startswith(b"usage: runner run ")
+
+
+def test_help_says_which_home_log_and_state_this_runner_uses(lab: Lab) -> None:
+    """Regression: nothing printed the home the runner resolved (a cron job's `runner.py run
+    -- true` wrote where?)."""
+    url = "postgresql://cron:s3cret@db.internal:5432/ops"
+    shown = lab.run("help", env={"RUNNER_STATE_URL": url}).stdout.decode()
+    assert f"  home   {lab.home}\n" in shown
+    assert f"  log    {lab.home / 'runs.jsonl'}\n" in shown
+    assert "  state  PostgreSQL at postgresql://cron@db.internal:5432/ops" in shown
+    assert "s3cret" not in shown
+    plain = lab.run("help").stdout.decode()
+    assert f"  state  {lab.home / 'state'}" in plain
+
+
+def test_every_duration_s_help_says_what_0_means() -> None:
+    """Regression: the footer said "0 means no limit" of every DURATION, false for
+    --lock-wait 0 (no wait) and --backoff 0 (retry at once)."""
+    from entrypoints.invocation import DURATIONS
+    from entrypoints.optiontext import OPTIONS
+
+    durations = [n for n, (metavar, _, _) in OPTIONS.items() if metavar in ("DURATION", "PERIOD")]
+    assert set(DURATIONS) <= set(durations)
+    for name in durations:
+        assert "0" in OPTIONS[name][2], name
+    assert "no wait" in OPTIONS["--lock-wait"][2]
+    assert "at once" in OPTIONS["--backoff"][2]

@@ -68,3 +68,30 @@ def test_a_signal_during_the_backoff_wait_ends_the_run_in_the_log(lab: Lab) -> N
     table = lab.run("stats").stdout.decode().splitlines()
     assert "rc=143" in table[1]
     assert table[1].rstrip().endswith("!")
+
+
+def test_a_command_that_traps_term_and_exits_0_counts_as_the_runner_exited(lab: Lab) -> None:
+    """Regression: a command that trapped the forwarded SIGTERM and exited 0 was logged with
+    `"signal": "TERM"`, the runner exited 143, and stats counted the run OK. The log keeps
+    the command's own rc; every view counts what the runner exited with."""
+    started = lab.tmp / "started"
+    script = f"trap 'exit 0' TERM; touch {started}; while :; do sleep 0.02; done"
+    runner = lab.start("run", "--", "sh", "-c", script)
+    wait_for(started.exists, what="the command")
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=10) == 143
+    (line,) = [json.loads(text) for text in lab.log.read_text().splitlines()]
+    assert (line["rc"], line["signal"]) == (0, "TERM")
+    found = group(lab)
+    assert (found["runs"], found["succeeded"], found["signalled"], found["failed"]) == (1, 0, 1, 1)
+    assert found["exit_codes"] == {"143": 1}
+    samples = exported(lab)
+    signalled = [
+        value for key, value in samples.items()
+        if key[0] == "runner_runs_total" and key[-1] == "outcome=signal"
+    ]  # fmt: skip
+    assert signalled == [1]
+    codes = {
+        key[-1]: value for key, value in samples.items() if key[0] == "runner_run_exit_codes_total"
+    }
+    assert codes == {"code=143": 1}

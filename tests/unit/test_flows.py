@@ -75,17 +75,37 @@ def test_gives_up_after_the_last_retry() -> None:
 
 def test_timeouts_are_retried_and_reported() -> None:
     """A timed-out attempt (124) is a failure like any other, and says timeout."""
-    world = World(Outcome(124, timed_out=True), Outcome(0))
+    world = World(Outcome(124, timed_out=True, died_of=15), Outcome(0))
     assert world.attempts.run(CMD, Policy(timeout=2, retries=1, backoff=0)) == 0
     assert world.processes.calls[0] == (CMD, 2, 10.0)
-    assert "timeout: command ran past 2s and was killed" in world.console.warnings
+    assert "timeout: command ran past 2s and was ended by signal 15" in world.console.warnings
+
+
+@pytest.mark.parametrize(
+    ("died_of", "said"),
+    [
+        (9, "was killed (SIGKILL)"),
+        (15, "was ended by signal 15"),
+        (None, "exited by itself once told to stop"),
+    ],
+)
+def test_a_timeout_says_was_killed_only_when_sigkill_ended_it(
+    died_of: int | None, said: str
+) -> None:
+    """Regression: every timeout said "was killed", when SIGTERM ended the command, or when
+    it ignored the signal and ended by itself."""
+    world = World(Outcome(124, timed_out=True, died_of=died_of))
+    assert world.attempts.run(CMD, Policy(timeout=2)) == 124
+    assert world.console.warnings == [f"timeout: command ran past 2s and {said}"]
 
 
 def test_a_timeout_cut_short_by_the_deadline_names_the_deadline() -> None:
     """The attempt's limit was what remained of --deadline, not --timeout: it says so."""
-    world = World(Outcome(124, timed_out=True))
+    world = World(Outcome(124, timed_out=True, died_of=9))
     assert world.attempts.run(CMD, Policy(timeout=60, deadline=5)) == 124
-    assert "timeout: command ran past the --deadline and was killed" in world.console.warnings
+    assert "timeout: command ran past the --deadline and was killed (SIGKILL)" in (
+        world.console.warnings
+    )
 
 
 def test_not_found_is_not_retried() -> None:
