@@ -88,8 +88,8 @@ class FileMarkerStore:
                     raise ValueError("not a JSON object")
             except OSError as exc:
                 record = {"error": f"unreadable marker: {exc.strerror or exc}"}
-            except (ValueError, RecursionError) as exc:
-                record = {"error": f"corrupt marker: {exc}"}
+            except (ValueError, RecursionError):  # a parser's position means nothing here
+                record = {"error": "corrupt marker: not the record an apply writes"}
             found.append({**record, "name": name})
         return found
 

@@ -11,6 +11,7 @@ from adapters.child import Child
 from adapters.reaper import become_subreaper, descendants
 from domain.attempts import Outcome
 from domain.errors import ExitStatus, Interrupted
+from domain.words import shell_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
@@ -90,10 +91,12 @@ class PosixProcessRunner:
             pid = self._spawn(cmd, environment, actions)
         except OSError as exc:
             rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
-            return self._ended(Outcome(rc, error=f"cannot run {cmd[0]!r}: {exc.strerror or exc}"))
+            why = exc.strerror or str(exc)
+            return self._ended(Outcome(rc, error=f"cannot run {shell_words(cmd[:1])}: {why}"))
         except ValueError as exc:  # '' names no program, as `env ''` says
             why = str(exc) if cmd[0] else os.strerror(errno.ENOENT)
-            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=f"cannot run {cmd[0]!r}: {why}"))
+            said = f"cannot run {shell_words(cmd[:1]) or repr('')}: {why}"
+            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=said))
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)

@@ -90,8 +90,8 @@ class PgMarkerStore:
                 if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
                     raise ValueError("cmd is not a list of strings")
                 when = iso8601(float(epoch or "nan"))
-            except (ValueError, RecursionError, OverflowError, OSError) as exc:
-                found.append({"name": name, "error": f"corrupt marker: {exc}"})
+            except (ValueError, RecursionError, OverflowError, OSError):
+                found.append({"name": name, "error": "corrupt marker: not the row an apply writes"})
                 continue
             found.append({"name": name, "time": when, "run_id": run_id, "cmd": words, "host": host})
         return found

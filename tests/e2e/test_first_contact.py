@@ -327,3 +327,21 @@ def test_every_duration_s_help_says_what_0_means() -> None:
         assert "0" in OPTIONS[name][2], name
     assert "no wait" in OPTIONS["--lock-wait"][2]
     assert "at once" in OPTIONS["--backoff"][2]
+
+
+def test_messages_name_things_as_the_operator_reads_them(lab: Lab) -> None:
+    """Regression: `cannot run '\\udcff\\udcfe'` where stats shows $'\\xff\\xfe'; a corrupt
+    marker showed the JSON parser's `Expecting value: line 1 column 1 (char 0)`."""
+    undecodable = os.fsdecode(b"\xff\xfe")
+    result = subprocess.run(
+        [sys.executable, RUNNER, "run", "--", undecodable],
+        capture_output=True, env=lab.env, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 127
+    assert result.stderr == b"runner: cannot run $'\\xff\\xfe': No such file or directory\n"
+    lab.state.mkdir()
+    (lab.state / "bad.done").write_text("{")
+    shown = lab.run("applied").stdout.decode()
+    assert "corrupt marker: not the record an apply writes" in shown
+    assert "Expecting" not in shown
+    assert "char 0" not in shown
