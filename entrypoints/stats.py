@@ -189,8 +189,8 @@ def _export(
             console.answer(text.decode().removesuffix("\n"), even_quiet=True)
         else:
             write_textfile(invocation.prometheus, text, 0o644)
-    if checkpoint is None:
-        return
+    if checkpoint is None or (not history.lines and not os.path.exists(logs[0])):
+        return  # nothing counted yet, and maybe no home yet either: nothing to keep
     from adapters.checkpoint import KEYS_MAX, OPEN_MAX
 
     history.fold(lambda key: label_of(key, invocation.by), exported, KEYS_MAX)
