@@ -7,6 +7,8 @@
   the time from one job's end to the next one's start, over the handovers made while
   at least 100 hosts were still waiting (and over all of them).
 - renewals: one holder for 3 leases; the server's count of updates to its lease row.
+- once: N hosts whose cron fires up to 5 s apart, each `run --lock nightly --hold 9m` on a
+  2 s job: exactly one runs it, the others find it held (exit 3).
 - cost: `run --state URL --lock L -- true` against `run --lock FILE -- true`, straight
   to the server and through PgBouncer (transaction mode) when it is installed.
 """
@@ -42,6 +44,7 @@ def bench_fleet(hosts: int, repeat: int) -> dict[str, Any]:
     try:
         pgserver.wait_until_accepting(server.url)
         results: dict[str, Any] = {"crowd": _crowd(server.url, hosts)}
+        results["once"] = _once(server.url, hosts)
         results["renewals"] = _renewals(server.url, lease=3.0, leases=3)
         results["cost"] = _cost(server.url, repeat)
     finally:
@@ -108,6 +111,42 @@ def _crowd(url: str, hosts: int) -> dict[str, Any]:
         "seconds": elapsed,
         "handover_100_waiting": _percentiles(crowded),
         "handover_all": _percentiles(handovers),
+    }
+
+
+def _once(url: str, hosts: int, spread: float = 5.0) -> dict[str, Any]:
+    """`hosts` runners whose cron fires up to `spread` seconds apart, each `run --lock nightly
+    --hold 9m` on a 2 s job: how many ran it (one), how many found it held (the rest)."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-once-"))
+    ran = scratch / "ran"
+    env = {**os.environ, "RUNNER_STATE_URL": url}
+    job = f"echo x >> {ran}; sleep 2"
+    runs = []
+    begun = time.monotonic()
+    for n in range(hosts):
+        while time.monotonic() < begun + spread * n / hosts:  # the cron schedule itself
+            time.sleep(0.001)
+        home = scratch / f"host{n}"
+        home.mkdir()
+        options = ["--home", str(home), "--namespace", "once", "--lock", "nightly"]
+        runs.append(
+            subprocess.Popen(
+                [*RUNNER, "run", *options, "--hold", "9m", "--", "sh", "-c", job],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+    said = [run.communicate(timeout=3600)[1].decode() for run in runs]
+    codes = [run.returncode for run in runs]
+    return {
+        "errors": sorted({text[-200:] for text, code in zip(said, codes) if code not in (0, 3)})[:3],
+        "hosts": hosts,
+        "spread_s": spread,
+        "ran": ran.read_text().count("x") if ran.exists() else 0,
+        "held": codes.count(3),
+        "other_exits": sorted({code for code in codes if code not in (0, 3)}),
+        "seconds": time.monotonic() - begun,
     }
 
 

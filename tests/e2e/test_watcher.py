@@ -174,3 +174,20 @@ def test_a_stopped_lease_holder_s_command_ends_before_its_lease_can_expire(
     _, err = holder.communicate(timeout=60)
     assert holder.returncode != 0
     assert b"lease" in err
+
+
+def test_a_lease_holder_killed_during_its_backoff_frees_the_lock_at_once(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """Killed between two attempts (no command runs), the holder's lease row goes as soon as
+    the runner does, not lease + kill-after + 5 s later."""
+    host = Host(lab, "web-1", pg_url, namespace)
+    failing = host.start("false", "--retries", "3", "--backoff", "60", "--kill-after", "1")
+    log = host.home / "runs.jsonl"
+    wait_for(lambda: log.exists() and log.read_text().count("\n") == 1, what="attempt 1")
+    assert holders(pg_url, namespace)
+    failing.kill()
+    failing.wait(timeout=30)
+    killed = time.monotonic()
+    wait_for(lambda: not holders(pg_url, namespace), timeout=5, what="the lease row's end")
+    print(f"\nSIGKILL during a backoff to the lock's release: {time.monotonic() - killed:.2f} s")
