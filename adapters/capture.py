@@ -89,12 +89,23 @@ class Capture:
                 say(line)
 
     def tail(self, limit: int = TAIL) -> bytes:
-        """The end of the last attempt's stdout, then of its stderr: `limit` bytes at most."""
+        """The end of the last attempt's stdout, then of its stderr, `limit` bytes at most in
+        all: when that cuts any, a first line says how many bytes were cut, and the end of
+        stderr (where a job says why it failed) is kept before stdout's."""
         if not self.kept:
             return b""
         out, err = self.kept[-1]
-        ends = [_end(out, limit), _end(err, limit)]
-        return b"".join(ends)[-limit:]
+        total = sum(kept.seek(0, os.SEEK_END) for kept in (out, err))
+        if total <= limit:
+            return _end(out, limit) + _end(err, limit)
+        keep = limit
+        for _ in range(3):  # the notice's own length, which its numbers change
+            notice = f"[runner: the first {total - keep} bytes of {total} were cut]\n".encode()
+            keep = limit - len(notice)
+        if keep < limit // 2:  # a limit too small for a notice: the output alone
+            notice, keep = b"", limit
+        joined = _end(out, keep) + _end(err, keep)
+        return notice + joined[len(joined) - keep :]
 
     def close(self) -> None:
         for out, err in self.kept:

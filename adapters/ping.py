@@ -5,10 +5,11 @@
 as a UUID (`f1218cb4-09dc-6bb8-0000-000000000000` for the log's `f1218cb409dc6bb8`),
 so the service pairs start and end and measures the run. A query the URL has (a slug
 URL's `?create=1`) stays the query, `rid` added to it. With --output-on-failure the
-end ping carries the last 10 KB of the output as its body. Every ping has a short
-timeout and a few tries; the pings' own time is counted, never the command's: all of a
-run's pings together add at most BUDGET seconds, the start ping at most half of it, so
-the end ping is always tried, however long the run took.
+end ping carries the end of the output as its body: as many bytes as the service keeps
+(its `Ping-Body-Limit` header, else BODY_LIMIT), a first line saying what was cut.
+Every ping has a short timeout and a few tries; the pings' own time is counted, never
+the command's: all of a run's pings together add at most BUDGET seconds, the start ping
+at most half of it, so the end ping is always tried, however long the run took.
 A ping that fails is one warning (the URL is a secret: its UUID is the credential,
 so it is never shown) and `ping_failed` on the attempt's log line; the exit code
 never changes.
@@ -38,6 +39,10 @@ START_SHARE = 0.5
 TRY_TIMEOUT = 5.0
 """Seconds one try may take."""
 TRIES = 3
+BODY_LIMIT = 10_000
+"""Bytes of a body Healthchecks keeps when its answers say no other (PING_BODY_LIMIT)."""
+BODY_MAX = 1 << 20
+"""The most a body is made of, whatever a service says it keeps."""
 END_AFTER_SIGNAL = 2.0
 """Seconds the end ping of a run that a signal ended may take: the runner is being stopped
 (`docker stop` sends SIGKILL 10 s after SIGTERM), so it tells the service briefly."""
@@ -76,6 +81,8 @@ class Pinger:
         self.deadline = 0.0
         """When the ping being sent must give up (time.monotonic())."""
         self.finished = False
+        self.body_limit = BODY_LIMIT
+        """Bytes of a body the service keeps, as its last answer said (Ping-Body-Limit)."""
 
     def start(self) -> bool:
         """Say the run started; False when the ping failed."""
@@ -148,6 +155,9 @@ class Pinger:
             try:
                 opener = urllib.request.build_opener(_same_origin_handler())
                 with opener.open(request, timeout=timeout) as answer:
+                    said = str(answer.headers.get("Ping-Body-Limit") or "")
+                    if said.isdigit() and int(said) > 0:
+                        self.body_limit = min(int(said), BODY_MAX)
                     found.append(answer.status)
             except urllib.error.HTTPError as error:
                 found.append(error.code)
@@ -232,9 +242,10 @@ def _reason(error: Exception) -> str:
 
 class PingingSink:
     """An AttemptSink that pings the end of the run before it writes the run's last line, so
-    that line can say the ping failed. `tail` gives the end ping's body."""
+    that line can say the ping failed. `tail(limit)` gives the end ping's body, `limit`
+    bytes at most."""
 
-    def __init__(self, sink: AttemptSink, pinger: Pinger, tail: Callable[[], bytes]) -> None:
+    def __init__(self, sink: AttemptSink, pinger: Pinger, tail: Callable[[int], bytes]) -> None:
         self.sink = sink
         self.pinger = pinger
         self.tail = tail
@@ -243,6 +254,7 @@ class PingingSink:
     def record(self, attempt: AttemptRecord) -> None:
         failed = self.start_failed
         if attempt.delay_ms is None:  # no attempt follows: the run ends with this one
-            failed = not self.pinger.finish(attempt.rc, self.tail()) or failed
+            body = self.tail(self.pinger.body_limit)
+            failed = not self.pinger.finish(attempt.rc, body) or failed
         attempt.ping_failed = failed
         self.sink.record(attempt)

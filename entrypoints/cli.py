@@ -182,7 +182,7 @@ def _execute(
                 capture.replay(console.warn)
             capture.close()
         if pinger is not None:
-            pinger.finish(code, capture.tail() if capture else b"")
+            pinger.finish(code, capture.tail(pinger.body_limit) if capture else b"")
         sink.close()
         if backend is not None:
             backend.close()
@@ -209,7 +209,7 @@ def _reporting(
     from adapters.ping import Pinger, PingingSink
 
     pinger = Pinger(invocation.ping, run_id, console.info, watch)  # -q: ping_failed alone
-    recorder = PingingSink(sink, pinger, capture.tail if capture else bytes)
+    recorder = PingingSink(sink, pinger, capture.tail if capture else _no_output)
     recorder.start_failed = not pinger.start()
     return capture, pinger, recorder
 
@@ -284,3 +284,8 @@ def _flushed() -> bool:
         except (OSError, ValueError):
             whole = False
     return whole
+
+
+def _no_output(limit: int) -> bytes:
+    """The end ping's body without --output-on-failure: none."""
+    return b""

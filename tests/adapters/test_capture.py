@@ -40,7 +40,11 @@ def test_the_tail_is_the_end_of_the_last_attempts_output(watch: SignalWatch) -> 
     runner.run(["sh", "-c", "echo first"], 0, 10)
     runner.run(["sh", "-c", "printf 0123456789; printf ab >&2"], 0, 10)
     assert capture.tail(limit=6) == b"6789ab"
-    assert capture.codes == [0, 0]
+    assert capture.tail(limit=100) == b"0123456789ab"
+    runner.run(["sh", "-c", "head -c 200 /dev/zero | tr '\\0' x; printf ab >&2"], 0, 10)
+    notice = b"[runner: the first 148 bytes of 202 were cut]\n"
+    assert capture.tail(limit=100) == notice + b"x" * 52 + b"ab"
+    assert capture.codes == [0, 0, 0]
     capture.close()
 
 

@@ -98,6 +98,8 @@ class Service(http.server.BaseHTTPRequestHandler):
 
     pings: ClassVar[list[tuple[str, bytes]]] = []
     behaviour: ClassVar[str] = "ok"
+    body_limit: ClassVar[str] = ""
+    """What its answers say in Ping-Body-Limit (Healthchecks' PING_BODY_LIMIT): none when empty."""
     authorizations: ClassVar[list[str | None]] = []
     elsewhere: ClassVar[str] = ""
     """Where "redirect" sends every ping (another server's address)."""
@@ -132,6 +134,8 @@ class Service(http.server.BaseHTTPRequestHandler):
             status, answer = 400, b"invalid uuid format"
         self.send_response(status)
         self.send_header("Content-Length", str(len(answer)))
+        if self.body_limit:
+            self.send_header("Ping-Body-Limit", self.body_limit)
         self.end_headers()
         self.wfile.write(answer)
 
@@ -142,6 +146,7 @@ class Service(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def service() -> Iterator[str]:
     Service.pings, Service.behaviour, Service.authorizations = [], "ok", []
+    Service.body_limit = ""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Service)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -174,8 +179,15 @@ def test_pings_say_start_and_success_with_the_run_id(lab: Lab, service: str) -> 
     assert SECRET not in lab.log.read_text()
 
 
-def test_a_failure_pings_its_exit_code_with_the_outputs_tail(lab: Lab, service: str) -> None:
-    """URL/<rc>, whose body is the last 10 KB of the kept output; RUNNER_PING_URL works too."""
+@pytest.mark.parametrize(("said", "kept"), [("", 10_000), ("2500", 2500), ("100000", 20_006)])
+def test_a_failure_pings_its_exit_code_with_as_much_output_as_the_service_keeps(
+    lab: Lab, service: str, said: str, kept: int
+) -> None:
+    """URL/<rc>, whose body is the end of the kept output, at most what the service says it
+    keeps (Ping-Body-Limit; Healthchecks keeps the first 10,000 bytes when it says nothing),
+    a first line saying how much was cut. Regression: 10,240 bytes were sent, and
+    Healthchecks dropped the last 240 of them: the end of stderr, the job's final error."""
+    Service.body_limit = said
     script = "head -c 20000 /dev/zero | tr '\\0' x; echo; echo boom >&2; exit 7"
     result = lab.run(
         "run", "-q", "--output-on-failure", "--", "sh", "-c", script,
@@ -184,8 +196,12 @@ def test_a_failure_pings_its_exit_code_with_the_outputs_tail(lab: Lab, service: 
     assert result.returncode == 7
     (path, body) = Service.pings[-1]
     assert path == f"/{SECRET}/7?rid={ping_run_id(lab)}"
-    assert len(body) == 10 * 1024
+    assert len(body) == kept
     assert body.endswith(b"x\nboom\n")
+    if kept < 20_006:
+        notice, _ = body.split(b"\n", 1)
+        cut = 20_006 - (kept - len(notice) - 1)
+        assert notice == f"[runner: the first {cut} bytes of 20006 were cut]".encode()
 
 
 def test_a_ping_url_with_a_query_keeps_it_and_pings_the_right_endpoints(
