@@ -83,6 +83,10 @@ class Pinger:
         self.finished = False
         self.body_limit = BODY_LIMIT
         """Bytes of a body the service keeps, as its last answer said (Ping-Body-Limit)."""
+        self.fail_after = 1
+        self.failed_before: Callable[[], int] = lambda: 0
+        """--ping-fail-after: a failure is pinged as `/log` (the check stays up) until it is
+        the `fail_after`-th in a row, counting `failed_before()` runs of the job before it."""
 
     def start(self) -> bool:
         """Say the run started; False when the ping failed."""
@@ -96,7 +100,10 @@ class Pinger:
         allowed = BUDGET - self.spent
         if self.watch.ended is not None:
             allowed = min(allowed, END_AFTER_SIGNAL)
-        return self._ping("" if rc == 0 else f"/{min(rc, 255)}", body, allowed)
+        suffix = "" if rc == 0 else f"/{min(rc, 255)}"
+        if rc != 0 and self.fail_after > 1 and self.failed_before() + 1 < self.fail_after:
+            suffix = "/log"
+        return self._ping(suffix, body, allowed)
 
     def _ping(self, suffix: str, body: bytes, allowed: float) -> bool:
         """Send one ping within `allowed` seconds, its tries and pauses included."""
@@ -243,9 +250,11 @@ def _reason(error: Exception) -> str:
 class PingingSink:
     """An AttemptSink that pings the end of the run before it writes the run's last line, so
     that line can say the ping failed. `tail(limit)` gives the end ping's body, `limit`
-    bytes at most."""
+    bytes at most (None: no body, without --output-on-failure)."""
 
-    def __init__(self, sink: AttemptSink, pinger: Pinger, tail: Callable[[int], bytes]) -> None:
+    def __init__(
+        self, sink: AttemptSink, pinger: Pinger, tail: Callable[[int], bytes] | None
+    ) -> None:
         self.sink = sink
         self.pinger = pinger
         self.tail = tail
@@ -254,7 +263,7 @@ class PingingSink:
     def record(self, attempt: AttemptRecord) -> None:
         failed = self.start_failed
         if attempt.delay_ms is None:  # no attempt follows: the run ends with this one
-            body = self.tail(self.pinger.body_limit)
+            body = b"" if self.tail is None else self.tail(self.pinger.body_limit)
             failed = not self.pinger.finish(attempt.rc, body) or failed
         attempt.ping_failed = failed
         self.sink.record(attempt)

@@ -64,6 +64,8 @@ def _complete(invocation: Invocation, env: Mapping[str, str]) -> None:
         raise UsageError("--every: a whole number of seconds, 1s or more (e.g. 1h, 1d)")
     if policy.splay and policy.deadline and policy.splay >= policy.deadline:
         raise UsageError("--splay is waited within the --deadline: give it less than the deadline")
+    if invocation.ping_fail_after > 1 and invocation.ping is None:
+        raise UsageError("--ping-fail-after goes with --ping URL (or RUNNER_PING_URL)")
     if invocation.stop_signal == 0 and invocation.policy.kill_after == 0:
         raise UsageError("--signal 0 sends nothing: give --kill-after a grace to end with")
     if action in ("apply", "forget") and invocation.lock_scope is None:

@@ -209,7 +209,13 @@ def _reporting(
     from adapters.ping import Pinger, PingingSink
 
     pinger = Pinger(invocation.ping, run_id, console.info, watch)  # -q: ping_failed alone
-    recorder = PingingSink(sink, pinger, capture.tail if capture else _no_output)
+    if invocation.ping_fail_after > 1:  # the job's failures in a row, from its log
+        from adapters.streak import counter
+
+        log, job = os.path.join(invocation.home or "", "runs.jsonl"), invocation.name or None
+        pinger.fail_after = invocation.ping_fail_after
+        pinger.failed_before = counter(log, job, invocation.cmd, run_id, pinger.fail_after)
+    recorder = PingingSink(sink, pinger, capture.tail if capture else None)
     recorder.start_failed = not pinger.start()
     return capture, pinger, recorder
 
@@ -284,8 +290,3 @@ def _flushed() -> bool:
         except (OSError, ValueError):
             whole = False
     return whole
-
-
-def _no_output(limit: int) -> bytes:
-    """The end ping's body without --output-on-failure: none."""
-    return b""

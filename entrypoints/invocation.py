@@ -47,6 +47,7 @@ VALUED = frozenset(
         "--name",
         "--retire-after",
         "--ping",
+        "--ping-fail-after",
     }
 )
 FLAGS = {
@@ -72,6 +73,7 @@ PROCESS = frozenset(
         "--preserve-status",
         "--output-on-failure",
         "--ping",
+        "--ping-fail-after",
     }
 )
 STATE = frozenset({"--state", "--namespace", "--connect-timeout", "--schema", "--lease"})
@@ -114,6 +116,7 @@ class Invocation:
         "namespace",
         "output_on_failure",
         "ping",
+        "ping_fail_after",
         "policy",
         "preserve_status",
         "prometheus",
@@ -161,6 +164,7 @@ class Invocation:
         self.preserve_status = False
         self.output_on_failure = False
         self.ping: str | None = None
+        self.ping_fail_after = 1
         self.stop_signal = 15
         self.conflict_exit_code = 3
         self.topic: str | None = None

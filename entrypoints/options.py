@@ -37,7 +37,7 @@ def set_option(invocation: Invocation, option: str, value: str) -> None:
         invocation.conflict_exit_code = parse_exit_code(value, option)
     elif option in STATE or option in ("--slots", "--lock-scope", "--grant"):
         _set_state_option(invocation, option, value)
-    elif option in ("--by", "--name", "--ping", "--label"):
+    elif option in ("--by", "--name", "--ping", "--ping-fail-after", "--label"):
         set_naming(invocation, option, value)
     elif not value:
         raise UsageError(
@@ -75,6 +75,10 @@ def set_naming(invocation: Invocation, option: str, value: str) -> None:
         invocation.labels.append((key, text))
     elif option == "--ping":
         invocation.ping = check_ping_url(value)
+    elif option == "--ping-fail-after":
+        invocation.ping_fail_after = parse_count(value, option)
+        if invocation.ping_fail_after < 1:
+            raise UsageError(f"--ping-fail-after: 1 or more runs in a row, not {value!r}")
     elif option == "--name":
         invocation.name = named(
             value, f"--name: {value!r} is not a valid job name (as apply's NAME)"

@@ -112,6 +112,12 @@ OPTIONS = {
         "run id; never printed",
         "$RUNNER_PING_URL, else none",
     ),
+    "--ping-fail-after": (
+        "N",
+        "ping a failure as /log (the check stays up) until N runs of the job in a row have "
+        "failed, counted from the log; then /RC",
+        "1: every failure",
+    ),
     "--preserve-status": (
         "",
         "as timeout --preserve-status: a timed-out attempt ends with the command's own "

@@ -475,3 +475,33 @@ def test_runs_whose_ping_failed_are_counted_and_exported(lab: Lab, service: str)
     assert (group["runs"], group["ping_failures"]) == (2, 1)
     text = lab.run("stats", "--by", "name", "--prometheus", "-").stdout.decode()
     assert 'runner_ping_failures_total{name="job"} 1\n' in text
+
+
+def test_ping_fail_after_pings_log_until_the_job_has_failed_so_often_in_a_row(
+    lab: Lab, service: str
+) -> None:
+    """--ping-fail-after 3: the first two failures in a row are `/log` (the check stays up),
+    the third is `/<rc>`; a success starts the count again. The count is the log's, so it
+    holds across runs (each run is a new process)."""
+
+    def ends(*cmd: str) -> str:
+        result = lab.run("run", "--name", "sync", "--ping", service, "--ping-fail-after", "3",
+                         "--", *cmd)  # fmt: skip
+        assert result.returncode == (0 if cmd == ("true",) else 7), result.stderr
+        return Service.pings[-1][0].split("?")[0].rsplit("/", 1)[-1]
+
+    failing = ("sh", "-c", "exit 7")
+    assert [ends(*failing), ends(*failing), ends(*failing), ends(*failing)] == [
+        "log", "log", "7", "7",
+    ]  # fmt: skip
+    assert ends("true") == SECRET
+    assert ends(*failing) == "log"
+    other = lab.run("run", "--ping", service, "--ping-fail-after", "2", "--", "sh", "-c", "exit 7")
+    assert other.returncode == 7
+    assert Service.pings[-1][0].split("?")[0].endswith("/log")  # another job: a count of its own
+
+
+def test_ping_fail_after_needs_a_ping(lab: Lab) -> None:
+    result = lab.run("run", "--ping-fail-after", "3", "--", "true")
+    assert result.returncode == 125
+    assert b"--ping-fail-after goes with --ping" in result.stderr
