@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from adapters.relay import Relay
     from adapters.signals import SignalWatch
     from adapters.watcher import Watcher
 
@@ -90,6 +91,11 @@ class Child:
         """Told when the command is asked to end, so that it does not ask twice."""
         self.run_id: bytes | None = None
         """The run's RUNNER_RUN_ID: processes a nested runner started carry another."""
+        self.relay: Relay | None = None
+        self.idle_timeout = 0.0
+        """--idle-timeout: with `relay`, the command's output goes through the runner, and an
+        attempt that writes nothing for this long is ended as on a timeout."""
+        self.idle = False
 
     def wait(self) -> Outcome:
         status = self._reap()
@@ -100,11 +106,13 @@ class Child:
                 if self.signalled is None and self.lost is None:
                     self.timed_out = True
                     self._terminate(self.stop_signal, now)
+            idle_at = self._check_idle(now)
             guarded = self._check_guard(now)
             self._kill_when_due(now)
             due = guarded.next_due() if guarded else None
             wake = min(
-                (t for t in (self.deadline, self.kill_at, due) if t is not None), default=None
+                (t for t in (self.deadline, self.kill_at, due, idle_at) if t is not None),
+                default=None,
             )
             timeout = None if wake is None else max(0.0, wake - now)
             self._on_signals(self.watch.wait(timeout, guarded.alert_fd() if guarded else None))
@@ -123,9 +131,22 @@ class Child:
             rc = int(ExitStatus.TIMEOUT)
         else:
             rc = code if code >= 0 else ExitStatus.SIGNAL_BASE - code
+        timed_out: bool | str = "idle" if self.idle else self.timed_out
         return Outcome(
-            rc, timed_out=self.timed_out, signal=self.signalled, lost=self.lost, died_of=died_of
+            rc, timed_out=timed_out, signal=self.signalled, lost=self.lost, died_of=died_of
         )
+
+    def _check_idle(self, now: float) -> float | None:
+        """End an attempt that wrote nothing for --idle-timeout, as a timeout; when to look
+        again (None: not to)."""
+        if self.relay is None or self.idle or self.timed_out or self.signalled is not None:
+            return None
+        idle_at = self.relay.last + self.idle_timeout
+        if now < idle_at:
+            return idle_at
+        self.idle = self.timed_out = True
+        self._terminate(self.stop_signal, now)
+        return None
 
     def _check_guard(self, now: float) -> Guard | None:
         """Ask the lock whether it still holds; stop the command the moment it does not."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from adapters.capture import Capture
     from adapters.child import Guard
+    from adapters.relay import Relay
     from adapters.signals import SignalWatch
     from adapters.watcher import Watcher
 
@@ -56,6 +57,7 @@ class PosixProcessRunner:
         preserve_status: bool = False,
         capture: Capture | None = None,
         watcher: Watcher | None = None,
+        idle_timeout: float = 0.0,
     ) -> None:
         self.watch = watch
         self.inherit = inherit
@@ -66,6 +68,8 @@ class PosixProcessRunner:
         self.preserve_status = preserve_status
         self.capture = capture
         self.watcher = watcher
+        self.idle_timeout = idle_timeout
+        """--idle-timeout (seconds, 0: none): the output is then relayed (adapters.relay)."""
         """Started before the first attempt that has a limit or a state lock to keep."""
         self.stdin_start = _regular_file_offset(0)
         self.subreaper = become_subreaper()
@@ -83,39 +87,61 @@ class PosixProcessRunner:
             os.lseek(0, self.stdin_start, os.SEEK_SET)
         watcher = self._watcher(timeout)
         before = frozenset(descendants(os.getpid())) if self.subreaper else frozenset()
-        kept = None if self.capture is None else self.capture.open()
-        actions = [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[0], 1)]
-        actions += [] if kept is None else [(os.POSIX_SPAWN_DUP2, kept[1], 2)]
+        relay, actions = self._outputs()
         try:
-            environment = {**self.environ, **env} if env else self.environ
-            pid = self._spawn(cmd, environment, actions)
-        except OSError as exc:
-            rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
-            why = exc.strerror or str(exc)
-            return self._ended(Outcome(rc, error=f"cannot run {shell_words(cmd[:1])}: {why}"))
-        except ValueError as exc:  # '' names no program, as `env ''` says
-            why = str(exc) if cmd[0] else os.strerror(errno.ENOENT)
-            said = f"cannot run {shell_words(cmd[:1]) or repr('')}: {why}"
-            return self._ended(Outcome(ExitStatus.NOT_FOUND, error=said))
+            started = self._start(cmd, {**self.environ, **env} if env else self.environ, actions)
         finally:
             for fd in fds:
                 os.set_inheritable(fd, False)
-        child = Child(pid, self, timeout, kill_after, before)
-        if env and "RUNNER_RUN_ID" in env:
-            child.run_id = env["RUNNER_RUN_ID"].encode()
-        self.watch.group = None if self.foreground else pid
+            if relay is not None:
+                relay.handed()
+        if isinstance(started, Outcome):
+            return self._ended(started, relay)
+        child = Child(started, self, timeout, kill_after, before)
+        child.relay, child.idle_timeout, child.watcher = relay, self.idle_timeout, watcher
+        child.run_id = (env or {}).get("RUNNER_RUN_ID", "").encode() or None
+        self.watch.group = None if self.foreground else started
         if watcher is not None:
-            child.watcher = watcher
-            watcher.attempt(pid, child.deadline)
+            watcher.attempt(started, child.deadline)
         try:
-            return self._ended(child.wait())
+            return self._ended(child.wait(), relay)
         except BaseException:
             child.kill_and_reap()
             raise
         finally:
             self.watch.group = None
-            if child.watcher is not None:
-                child.watcher.ended()
+            if watcher is not None:
+                watcher.ended()
+
+    def _outputs(self) -> tuple[Relay | None, list[tuple[int, int, int]]]:
+        """Where the command's stdout and stderr go: --output-on-failure's files, through the
+        runner with --idle-timeout, else the runner's own (inherited, untouched)."""
+        kept = None if self.capture is None else self.capture.open()
+        relay = None
+        if self.idle_timeout > 0:
+            from adapters.relay import Relay  # noqa: PLC0415 - only with --idle-timeout
+
+            relay = Relay(kept or (1, 2))
+            kept = relay.open()
+        if kept is None:
+            return relay, []
+        return relay, [(os.POSIX_SPAWN_DUP2, kept[0], 1), (os.POSIX_SPAWN_DUP2, kept[1], 2)]
+
+    def _start(
+        self, cmd: list[str], environment: Mapping[str, str], actions: list[tuple[int, int, int]]
+    ) -> int | Outcome:
+        """The command's pid, or the Outcome of a command that could not be run."""
+        try:
+            return self._spawn(cmd, environment, actions)
+        except OSError as exc:
+            rc = ExitStatus.NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.NOT_EXECUTABLE
+            why = exc.strerror or str(exc)
+            return Outcome(rc, error=f"cannot run {shell_words(cmd[:1])}: {why}")
+        except ValueError as exc:  # '' names no program, as `env ''` says
+            why = str(exc) if cmd[0] else os.strerror(errno.ENOENT)
+            return Outcome(
+                ExitStatus.NOT_FOUND, error=f"cannot run {shell_words(cmd[:1]) or repr('')}: {why}"
+            )
 
     def _watcher(self, timeout: float) -> Watcher | None:
         """The watcher, for an attempt with a limit or a lock to keep (started before the look
@@ -156,8 +182,11 @@ class PosixProcessRunner:
             file_actions=actions,
         )
 
-    def _ended(self, outcome: Outcome) -> Outcome:
-        """Tell the capture (if any) how the attempt it holds ended."""
+    def _ended(self, outcome: Outcome, relay: Relay | None = None) -> Outcome:
+        """Tell the capture (if any) how the attempt it holds ended, once the relay (if any)
+        has moved the last of the output."""
+        if relay is not None:
+            relay.close()
         if self.capture is not None:
             self.capture.ended(outcome.rc)
         return outcome

@@ -82,8 +82,9 @@ class SignalWatch:
         """The pipe's reading end: readable once a signal has come (for select)."""
         return self._read
 
-    def wait(self, timeout: float | None, also: int | None = None) -> list[int]:
-        """Wait up to `timeout` seconds (None: no limit) for any signal, or for `also`.
+    def wait(self, timeout: float | None, also: int | tuple[int, ...] | None = None) -> list[int]:
+        """Wait up to `timeout` seconds (None: no limit) for any signal, or for `also` (one
+        descriptor or several) to turn readable.
 
         Return the FORWARDED signals received since the last call, oldest first;
         SIGCHLD, and the descriptor `also` turning readable, only wake the waiter.
@@ -92,7 +93,8 @@ class SignalWatch:
         """
         if timeout is None or timeout > 0:
             limit = LONGEST_WAIT if timeout is None else min(timeout, LONGEST_WAIT)
-            select.select([self._read] if also is None else [self._read, also], [], [], limit)
+            extra = () if also is None else (also,) if isinstance(also, int) else also
+            select.select([self._read, *extra], [], [], limit)
         return self.pending()
 
     def pending(self) -> list[int]:

@@ -101,7 +101,15 @@ def bench_streaming(sizes: list[int], reps: int, env: dict[str, str]) -> dict[st
     rows = []
     for size in sizes:
         command = ["head", "-c", str(size), "/dev/zero"]
-        found = medians({"runner": runner("run", "--", *command), "bare": command}, reps, env)
+        found = medians(
+            {
+                "runner": runner("run", "--", *command),
+                "idle": runner("run", "--idle-timeout", "1h", "--", *command),
+                "bare": command,
+            },
+            reps,
+            env,
+        )
         extra = found["runner"]["median_ms"] - found["bare"]["median_ms"]
         rows.append(
             {
@@ -109,6 +117,7 @@ def bench_streaming(sizes: list[int], reps: int, env: dict[str, str]) -> dict[st
                 "bare_ms": found["bare"]["median_ms"],
                 "runner_ms": found["runner"]["median_ms"],
                 "ratio": found["runner"]["median_ms"] / found["bare"]["median_ms"],
+                "idle_timeout_ratio": found["idle"]["median_ms"] / found["bare"]["median_ms"],
                 "extra_ms": extra,
                 "extra_net_of_start_up_ms": extra - start_up,
                 "runner_peak_rss_mib": found["runner"]["peak_rss_mib"],

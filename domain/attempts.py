@@ -25,7 +25,8 @@ class Outcome(Value):
     command died of signal N. `signal` is set when the runner itself received a
     signal during the attempt (and passed it on); `died_of` is the signal the
     command died of, if it did; `lost` says why the lock was lost when that
-    stopped the command.
+    stopped the command. `timed_out` is True for the runner's timeout, "idle" for
+    --idle-timeout.
     """
 
     __slots__ = ("died_of", "error", "lost", "rc", "signal", "timed_out")
@@ -34,7 +35,7 @@ class Outcome(Value):
         self,
         rc: int,
         *,
-        timed_out: bool = False,
+        timed_out: bool | str = False,
         signal: int | None = None,
         error: str | None = None,
         lost: str | None = None,
@@ -128,7 +129,8 @@ class AttemptRecord(Value):
 
     `delay_ms` is the wait that followed this attempt; None on the last one.
     `token` is the fencing token of the lock the attempt ran under, if any.
-    `timed_out` says whether the runner's own timeout (or deadline) ended it;
+    `timed_out` says whether the runner's own timeout (or deadline) ended it, "idle"
+    when --idle-timeout did;
     `signal` is the number of the signal that ended it, if one did. `ping_failed`
     says that a --ping of this run failed by the time the line was written. Two lines
     end a run without an attempt: `busy` (a busy lock refused the run: `rc` is what the
@@ -164,7 +166,7 @@ class AttemptRecord(Value):
         name: str | None = None,
         delay_ms: int | None = None,
         token: int | None = None,
-        timed_out: bool = False,
+        timed_out: bool | str = False,
         signal: int | None = None,
     ) -> None:
         self.started = started

@@ -121,7 +121,12 @@ class Attempts:
     ) -> None:
         if outcome.error is not None:
             self.console.warn(outcome.error)
-        if outcome.timed_out:
+        if outcome.timed_out == "idle":
+            self.console.warn(
+                f"timeout: command wrote nothing for {human(policy.idle_timeout)} "
+                f"(--idle-timeout) and {_ending(outcome)}"
+            )
+        elif outcome.timed_out:
             cause = "the --deadline" if limit != policy.timeout else human(limit)
             self.console.warn(f"timeout: command ran past {cause} and {_ending(outcome)}")
         failed = f"attempt {attempt}/{policy.max_attempts} failed (rc={outcome.rc})"

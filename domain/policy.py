@@ -23,6 +23,7 @@ class Policy(Value):
         "deadline",
         "every",
         "hold",
+        "idle_timeout",
         "jitter",
         "kill_after",
         "lock_wait",
@@ -48,6 +49,7 @@ class Policy(Value):
         splay: float = 0.0,
         hold: float = 0.0,
         every: float = 0.0,
+        idle_timeout: float = 0.0,
     ) -> None:
         self.timeout = timeout
         self.kill_after = kill_after
@@ -61,6 +63,7 @@ class Policy(Value):
         self.splay = splay
         self.hold = hold
         self.every = every
+        self.idle_timeout = idle_timeout
 
     @property
     def max_attempts(self) -> int:

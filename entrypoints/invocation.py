@@ -17,6 +17,7 @@ DURATIONS = {
     "--splay": "splay",
     "--hold": "hold",
     "--every": "every",
+    "--idle-timeout": "idle_timeout",
 }
 PATHS = {
     "--home": "home",

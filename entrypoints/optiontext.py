@@ -9,6 +9,12 @@ OPTIONS = {
         "end an attempt after this long: the --signal to its process group, exit 124",
         "0, no limit",
     ),
+    "--idle-timeout": (
+        "DURATION",
+        "end an attempt that writes nothing to stdout or stderr for this long, as a timeout "
+        "(its output then goes through the runner)",
+        "0, no limit: the output passes straight through",
+    ),
     "--kill-after": (
         "DURATION",
         "SIGKILL this long after the --signal, if still running",

@@ -55,7 +55,7 @@ class Wiring:
             environ = scrubbed_environ(environ)
         guard = None if backend is None else backend.guard
         policy, watcher = invocation.policy, None
-        if policy.timeout > 0 or policy.deadline > 0 or guard is not None:
+        if policy.timeout > 0 or policy.deadline > 0 or policy.idle_timeout or guard is not None:
             from adapters.watcher import Watcher
 
             release = None if guard is None else guard.release_elsewhere
@@ -70,6 +70,7 @@ class Wiring:
             foreground=invocation.foreground,
             capture=capture,
             watcher=watcher,
+            idle_timeout=policy.idle_timeout,
         )
 
     def clock(self, watch: SignalWatch) -> Clock:
