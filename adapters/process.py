@@ -143,6 +143,11 @@ class PosixProcessRunner:
                 ExitStatus.NOT_FOUND, error=f"cannot run {shell_words(cmd[:1]) or repr('')}: {why}"
             )
 
+    def keep_watch(self) -> None:
+        """Start the watcher now: a lock that can be lost was just taken, and its lease row
+        must go if the runner dies before its first attempt (deciding, say)."""
+        self._watcher(0.0)
+
     def _watcher(self, timeout: float) -> Watcher | None:
         """The watcher, for an attempt with a limit or a lock to keep (started before the look
         at what runs already, which it is not part of)."""

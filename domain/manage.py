@@ -20,13 +20,21 @@ def forget(
     every: float = 0.0,
 ) -> int:
     """Remove `name`'s marker under apply's lock (LockBusy while an apply runs): with `every`,
-    the marker of the current period (apply --every)."""
+    the marker of the current period (apply --every); without it, the plain marker, or, when
+    `name` has none but was applied with --every, the marker of its newest period."""
     marker = name
     if every:
         from domain.apply import period_marker  # noqa: PLC0415 - only forget --every
 
         marker, start = period_marker(name, every, markers.now())
         name = f"{name} for the period from {start}"
+    elif not markers.exists(name):
+        periods = [
+            str(e["name"]) for e in markers.entries() if str(e["name"]).startswith(f"{name}@")
+        ]
+        if periods:
+            marker = max(periods)  # ISO starts: the newest sorts last
+            name = f"{name} for the period from {marker[len(name) + 1 :]}"
     if dry_run:
         if markers.exists(marker):
             console.answer(f"would forget {name}: its next apply would run again")

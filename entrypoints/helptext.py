@@ -12,8 +12,8 @@ SUBCOMMANDS = {
     "apply": (
         "apply [OPTIONS] [--dry-run] NAME [-- CMD [ARG...]]",
         "Apply NAME once: under a lock, skip it if marked, else run the command and mark\n"
-        "it on success. The command is $RUNNER_APPLY_COMMAND NAME (default:\n"
-        "/opt/fixtures/pyops/bin/apply.sh NAME) unless one follows --.\n"
+        "it on success. The command is the one after --; without one, it is\n"
+        "$RUNNER_APPLY_COMMAND NAME (unset: /opt/fixtures/pyops/bin/apply.sh NAME).\n"
         "NAME is [A-Za-z0-9][A-Za-z0-9._-]{0,127}.",
     ),
     "stats": (

@@ -144,7 +144,7 @@ OPTIONS = {
     ),
     "--lock-scope": (
         "home|name",
-        "home: one lock for every apply (the lab's); name: steps of other names run beside",
+        "home: one lock for every apply (the default); name: steps of other names run beside",
         "$RUNNER_LOCK_SCOPE, else home",
     ),
     "--grant": (

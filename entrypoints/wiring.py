@@ -60,7 +60,7 @@ class Wiring:
 
             release = None if guard is None else guard.release_elsewhere
             watcher = Watcher(invocation.stop_signal, policy.kill_after, release)
-        return PosixProcessRunner(
+        runner = PosixProcessRunner(
             watch,
             inherit=tuple if backend is None else getattr(backend.lock, "fds", tuple),
             guard=guard,
@@ -72,6 +72,9 @@ class Wiring:
             watcher=watcher,
             idle_timeout=policy.idle_timeout,
         )
+        if guard is not None:
+            guard.on_held = runner.keep_watch
+        return runner
 
     def clock(self, watch: SignalWatch) -> Clock:
         from adapters.clock import SystemClock

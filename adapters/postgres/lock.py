@@ -34,6 +34,10 @@ RELEASE_LIMIT = 1.0
 it the row is left to the watcher, or to expire, so that a SIGTERM still ends the runner
 within 2 s."""
 
+ELSEWHERE_WAIT = 25.0
+"""Seconds the watcher keeps trying to delete a dead runner's lease row (its server session
+may hold the row until the server notices the runner is gone)."""
+
 FIRST_PAUSE = 0.05
 PAUSE_CAP = 1.0
 CHECKS_PER_SECOND = 15.0
@@ -82,6 +86,8 @@ class PgLock:
         self.until = 0.0
         """The monotonic time the lease holds for the command to (the last confirmation's)."""
         self.watcher: Watcher | None = None
+        self.on_held: Callable[[], None] | None = None
+        """Called once the lock is held (the runner starts its watcher)."""
 
     def acquire(self, wait: float = 0.0) -> int:
         """Claim a slot, trying again for up to `wait` seconds; return the fencing token.
@@ -107,6 +113,8 @@ class PgLock:
         if wait > 0:
             self._stop_waiting(reachable)
         self.keeper = self.make_keeper(self)
+        if self.on_held is not None:
+            self.on_held()
         return int(row[1] or 0)
 
     def _claim(self, until: float, *, note: bool) -> tuple[tuple[str | None, ...] | None, int]:
@@ -202,8 +210,8 @@ class PgLock:
         from adapters.postgres.session import Session
 
         own = Session(self.session.url, None, connect_timeout=self.session.connect_timeout, limit=5)
-        try:
-            self._release(own, None)
+        try:  # tried again for a while: the dead runner's own session may still hold the row
+            self._release(own, time.monotonic() + ELSEWHERE_WAIT)
         finally:
             own.close()
 

@@ -100,3 +100,47 @@ def _waits_on_a_lock(url: str) -> bool:
             " AND application_name = 'runner.py'"
         ).fetchone()
     return bool(found and found[0])
+
+
+@pytest.mark.parametrize("stage", ["deciding", "marking"])
+def test_a_runner_killed_while_its_state_waits_leaves_no_marker_and_frees_the_lock(
+    lab: Lab, pg_url: str, namespace: str, stage: str
+) -> None:
+    """SIGKILL while the marker is looked for (before the command) or written (after it), the
+    markers table locked: the watcher deletes the lease row at once, not lease + kill-after
+    + 5 s later; the marker is there only if the command succeeded, and the next apply
+    agrees with it."""
+    import psycopg
+
+    from tests.e2e.test_fleet import holders
+
+    lab.env["RUNNER_STATE_URL"] = pg_url
+    assert lab.run("apply", "--namespace", namespace, "warm", "--", "true").returncode == 0
+    started, release = lab.tmp / "started", lab.tmp / "release"
+    script = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    if stage == "deciding":
+        release.touch()
+    options = ("--namespace", namespace, "--kill-after", "1", "step", "--", "sh", "-c", script)
+    with psycopg.connect(pg_url) as conn:
+        if stage == "deciding":
+            conn.execute("LOCK TABLE runner_markers IN ACCESS EXCLUSIVE MODE")
+        runner = lab.start("apply", *options)
+        if stage == "marking":
+            wait_for(started.exists, what="the command")
+            conn.execute("LOCK TABLE runner_markers IN ACCESS EXCLUSIVE MODE")
+            release.touch()
+        wait_for(lambda: _waits_on_a_lock(pg_url), what="the runner to wait on the table")
+        runner.kill()
+        runner.wait(timeout=30)
+        conn.rollback()
+    wait_for(lambda: not holders(pg_url, namespace), timeout=10, what="the lease row's end")
+    listed = lab.run("applied", "--namespace", namespace, "--json")
+    names = [entry["name"] for entry in json.loads(listed.stdout)]
+    again = lab.run("apply", "--namespace", namespace, "step", "--", "echo", "ran")
+    if stage == "deciding":
+        assert names == ["warm"]
+    # marking: the command had succeeded and its marker's statement was sent whole; the
+    # server may commit it after the runner is gone (an answer lost on its way back)
+    assert (again.returncode, again.stdout) == (
+        (0, b"already applied\n") if "step" in names else (0, b"ran\n")
+    )

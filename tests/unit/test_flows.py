@@ -391,3 +391,16 @@ def test_forget_every_forgets_the_current_period_alone() -> None:
     assert world.console.said[-1] == (
         "forgot nightly for the period from 2024-10-04T00:00:00Z: its next apply runs again"
     )
+
+
+def test_forget_without_every_forgets_the_newest_period_of_a_name_applied_with_it() -> None:
+    from domain.manage import forget
+
+    world = World(applied={"nightly@2024-10-04T00:00:00Z", "nightly@2024-10-03T00:00:00Z"})
+    code = forget(
+        "nightly", dry_run=False, lock_wait=0, lock=world.lock, markers=world.markers,
+        console=world.console,
+    )  # fmt: skip
+    assert code == 0
+    assert list(world.markers.applied) == ["nightly@2024-10-03T00:00:00Z"]
+    assert world.console.said[-1].startswith("forgot nightly for the period from 2024-10-04")
