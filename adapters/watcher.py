@@ -187,7 +187,10 @@ class _State:
         if now - self.looked >= LOOK_EVERY:
             _look(attempt, self.runner, self.me)
             self.looked = now
-        due = min(attempt.stop_at, self.lease, attempt.kill_at) + MARGIN
+        if attempt.kill_at != NEVER:  # the runner is ending it: only its SIGKILL can be late
+            due = attempt.kill_at + MARGIN
+        else:
+            due = min(attempt.stop_at, self.lease) + MARGIN
         if now < due:
             return min(due, self.looked + LOOK_EVERY) - now
         self.end()  # the runner did not act: it is stopped

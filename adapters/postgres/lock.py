@@ -225,7 +225,9 @@ class PgLock:
         if keeper is None:
             return
         keeper.stop()
-        if keeper.lost is not None:
+        if keeper.lost is not None:  # not this run's any more: nothing for the watcher either
+            if self.watcher is not None:
+                self.watcher.released()
             return
         try:
             self._release(self.session, time.monotonic() + RELEASE_LIMIT)
