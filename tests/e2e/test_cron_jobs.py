@@ -505,3 +505,20 @@ def test_ping_fail_after_needs_a_ping(lab: Lab) -> None:
     result = lab.run("run", "--ping-fail-after", "3", "--", "true")
     assert result.returncode == 125
     assert b"--ping-fail-after goes with --ping" in result.stderr
+
+
+def test_a_sigterm_in_the_backoff_pings_143_with_the_last_attempt_s_output(
+    lab: Lab, service: str
+) -> None:
+    """Regression: after a SIGTERM during the wait before a retry, the `/143` ping's body was
+    empty; it carries the output of the attempt that failed."""
+    runner = lab.start(
+        "run", "-q", "--output-on-failure", "--ping", service, "--retries", "3",
+        "--backoff", "30", "--", "sh", "-c", "echo the reason; exit 1",
+    )  # fmt: skip
+    wait_for(lambda: lab.log.exists() and lab.log.read_text().count("\n") == 1, what="attempt 1")
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=30) == 143
+    path, body = Service.pings[-1]
+    assert path.split("?")[0].endswith("/143")
+    assert body.endswith(b"the reason\n")
