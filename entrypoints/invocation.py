@@ -85,10 +85,10 @@ ALLOWED = {
     "stats": GLOBAL
     | {"--log", "--since", "--by", "--json", "--prometheus", "--label", "--retire-after"}
     | {"--checkpoint"},
-    "applied": GLOBAL | STATE | {"--json"},
+    "applied": GLOBAL | STATE - {"--lease"} | {"--json"},
     "forget": GLOBAL | STATE | BUSY | {"--dry-run", "--lock-scope", "--every"},
-    "locks": GLOBAL | STATE | {"--json"},
-    "setup": GLOBAL | STATE | {"--grant"},
+    "locks": GLOBAL | STATE - {"--lease"} | {"--json"},
+    "setup": GLOBAL | STATE - {"--lease"} | {"--grant"},
 }
 """The options each subcommand takes."""
 
