@@ -10,21 +10,23 @@ BIN := $(VENV)/bin
 test: lint postgres
 	$(BIN)/pytest
 
-# Debian's postgresql, pgbouncer, prometheus (for promtool), logrotate, faketime and
-# python3-psycopg packages, when they are nowhere to be found and apt can install them (the
-# tests start their own server and pooler on loopback, check the alert rules with promtool,
-# rotate logs with logrotate, run a host whose clock is off with faketime, and run the
-# recipes' cron lines with /usr/bin/python3, which needs Debian's psycopg for a fleet).
+# Debian's postgresql, pgbouncer, prometheus (for promtool), prometheus-node-exporter,
+# logrotate, faketime and python3-psycopg packages, when they are nowhere to be found and
+# apt can install them (the tests start their own server and pooler on loopback, check the
+# alert rules with promtool, serve a textfile with node_exporter, rotate logs with
+# logrotate, run a host whose clock is off with faketime, and run the recipes' cron lines
+# with /usr/bin/python3, which needs Debian's psycopg for a fleet).
 postgres:
 	@{ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } && \
 	{ command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer; } && \
 	command -v promtool >/dev/null && \
 	{ command -v logrotate >/dev/null || test -x /usr/sbin/logrotate; } && \
 	command -v faketime >/dev/null && \
+	command -v prometheus-node-exporter >/dev/null && \
 	/usr/bin/python3 -c 'import psycopg' 2>/dev/null || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer prometheus logrotate faketime python3-psycopg >/dev/null; \
-	  else echo "PostgreSQL, PgBouncer, promtool, logrotate, faketime or python3-psycopg is missing: their tests will skip (and fail under CI=true)"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer prometheus prometheus-node-exporter logrotate faketime python3-psycopg >/dev/null; \
+	  else echo "PostgreSQL, PgBouncer, promtool, node_exporter, logrotate, faketime or python3-psycopg is missing: their tests will skip (and fail under CI=true)"; fi; }
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
