@@ -191,3 +191,25 @@ def test_a_lease_holder_killed_during_its_backoff_frees_the_lock_at_once(
     killed = time.monotonic()
     wait_for(lambda: not holders(pg_url, namespace), timeout=5, what="the lease row's end")
     print(f"\nSIGKILL during a backoff to the lock's release: {time.monotonic() - killed:.2f} s")
+
+
+def test_a_lease_holder_stopped_during_its_backoff_runs_no_more_and_nobody_beside_it(
+    lab: Lab, pg_url: str, namespace: str
+) -> None:
+    """Stopped between two attempts (nothing runs), its lease expires on the server; another
+    host runs then, and the holder, continued, sees the lease lost and starts no attempt."""
+    first, second = (Host(lab, f"web-{n}", pg_url, namespace) for n in (1, 2))
+    failing = first.start("false", "--retries", "3", "--backoff", "3", "--lease", "1s",
+                          "--kill-after", "1")  # fmt: skip
+    log = first.home / "runs.jsonl"
+    wait_for(lambda: log.exists() and log.read_text().count("\n") == 1, what="attempt 1")
+    os.kill(failing.pid, signal.SIGSTOP)
+    try:
+        waiter = second.start(MARK, "--lock-wait", "60")
+        assert waiter.wait(timeout=60) == 0, waiter.stderr.read() if waiter.stderr else b""
+    finally:
+        os.kill(failing.pid, signal.SIGCONT)
+    _, err = failing.communicate(timeout=60)
+    assert failing.returncode == 125, err
+    assert b"lost the lock" in err
+    assert log.read_text().count("\n") == 1  # no attempt after the lease was lost
