@@ -1,9 +1,11 @@
 """--output-on-failure, as moreutils' chronic: the command's output is shown only if the run fails.
 
-Each attempt writes its stdout and stderr into two private files (created unlinked,
-mode 0600, on disk in TMPDIR, so memory does not grow with output). If the run
-fails, every attempt's output is written out in order, stdout to the runner's stdout
-and stderr to its stderr, each attempt announced on stderr; a success writes
+Each attempt writes its stdout and stderr into private files (created unlinked, mode
+0600, on disk in TMPDIR, so memory does not grow with output): one file for both when
+the runner's stdout and stderr are one destination (cron's mail, a terminal, a log
+opened with `2>&1`), so that they stay in the order written, else a file each. If the
+run fails, every attempt's output is written out in order, stdout to the runner's
+stdout and stderr to its stderr, each attempt announced on stderr; a success writes
 nothing. The bytes are copied as they are. An attempt that ended with no room left in
 TMPDIR is announced as maybe cut short (the command's own writes failed).
 """
@@ -20,14 +22,24 @@ if TYPE_CHECKING:
 
 TAIL = 10 * 1024
 """Bytes of the last attempt's output kept for a failure ping's body."""
+RECENT = 1 << 20
+"""Bytes of an attempt's output kept in the order read, for a ping's body, when its
+stdout and stderr go to two files (the most any Ping-Body-Limit is given of it)."""
 
 
 class Capture:
     """The output of each attempt of one run, in files of its own."""
 
-    def __init__(self, warn: Callable[[str], None]) -> None:
+    def __init__(self, warn: Callable[[str], None], *, ordered: bool = False) -> None:
         self.warn = warn
-        self.kept: list[tuple[IO[bytes], IO[bytes]]] = []
+        self.ordered = ordered
+        """Whether the end of the output is wanted in the order written (a ping's body): two
+        files are then fed by the runner, which keeps what it moves in `recent`."""
+        self.kept: list[tuple[IO[bytes], IO[bytes] | None]] = []
+        """Each attempt's stdout file and stderr file (None: in the stdout file too)."""
+        self.recent: list[bytearray] = []
+        self.moved: list[int] = []
+        """The bytes of each attempt's output `seen` in all, and the newest of them."""
         self.codes: list[int] = []
         self.full: list[bool] = []
         """Whether the folder of each attempt's files had no room left when it ended: the
@@ -36,23 +48,37 @@ class Capture:
         """The runner's own lines about each attempt (`hold`), said after its output: the
         first list for what came before any attempt."""
 
-    def open(self) -> tuple[int, int] | None:
-        """Files for the next attempt's stdout and stderr: their descriptors; None (said
-        once on stderr) when none can be made: that attempt's output then passes through."""
+    def open(self, together: bool = False) -> tuple[int, int] | None:
+        """Files for the next attempt's stdout and stderr: their descriptors (one file for
+        both when `together`); None (said once on stderr) when none can be made: that
+        attempt's output then passes through."""
         try:
             out = tempfile.TemporaryFile(prefix="runner-out-")  # noqa: SIM115 - kept for the run
         except OSError as exc:
             self._cannot(exc)
             return None
-        try:
-            err = tempfile.TemporaryFile(prefix="runner-err-")  # noqa: SIM115 - kept for the run
-        except OSError as exc:
-            out.close()
-            self._cannot(exc)
-            return None
+        err = None
+        if not together:
+            try:
+                err = tempfile.TemporaryFile(prefix="runner-err-")  # noqa: SIM115 - for the run
+            except OSError as exc:
+                out.close()
+                self._cannot(exc)
+                return None
         self.kept.append((out, err))
         self.notes.append([])
-        return out.fileno(), err.fileno()
+        self.recent.append(bytearray())
+        self.moved.append(0)
+        return out.fileno(), (out if err is None else err).fileno()
+
+    def seen(self, data: bytes) -> None:
+        """The runner moved `data` from the current attempt's stdout or stderr to its file:
+        keep it, in that order, for `tail` (called by one stream at a time)."""
+        recent = self.recent[-1]
+        recent += data
+        self.moved[-1] += len(data)
+        if len(recent) > 2 * RECENT:
+            del recent[: len(recent) - RECENT]
 
     def hold(self, line: str) -> None:
         """Keep a line of the runner's own about the current attempt, to say with its output
@@ -84,33 +110,38 @@ class Capture:
             cut = f"; {where} was full: it may be cut short" if full else ""
             _write(2, f"runner: output of attempt {number} (rc={rc}{cut}):\n".encode())
             _copy(out, 1)
-            _copy(err, 2)
+            if err is not None:
+                _copy(err, 2)
             for line in notes:
                 say(line)
 
     def tail(self, limit: int = TAIL) -> bytes:
-        """The end of the last attempt's stdout, then of its stderr, `limit` bytes at most in
-        all: when that cuts any, a first line says how many bytes were cut, and the end of
-        stderr (where a job says why it failed) is kept before stdout's."""
+        """The end of the last attempt's output, stdout and stderr in the order written,
+        `limit` bytes at most: when that cuts any, a first line says how many bytes were
+        cut. Of two files, what was `seen` (nothing unless `ordered`)."""
         if not self.kept:
             return b""
         out, err = self.kept[-1]
-        total = sum(kept.seek(0, os.SEEK_END) for kept in (out, err))
+        if err is None:
+            total = out.seek(0, os.SEEK_END)
+            newest = _end(out, limit)
+        else:
+            total, newest = self.moved[-1], bytes(self.recent[-1][-limit:])
         if total <= limit:
-            return _end(out, limit) + _end(err, limit)
+            return newest
         keep = limit
         for _ in range(3):  # the notice's own length, which its numbers change
             notice = f"[runner: the first {total - keep} bytes of {total} were cut]\n".encode()
             keep = limit - len(notice)
         if keep < limit // 2:  # a limit too small for a notice: the output alone
             notice, keep = b"", limit
-        joined = _end(out, keep) + _end(err, keep)
-        return notice + joined[len(joined) - keep :]
+        return notice + newest[len(newest) - keep :]
 
     def close(self) -> None:
         for out, err in self.kept:
             out.close()
-            err.close()
+            if err is not None:
+                err.close()
         self.kept = []
 
 

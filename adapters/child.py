@@ -139,7 +139,9 @@ class Child:
     def _check_idle(self, now: float) -> float | None:
         """End an attempt that wrote nothing for --idle-timeout, as a timeout; when to look
         again (None: not to)."""
-        if self.relay is None or self.idle or self.timed_out or self.signalled is not None:
+        if self.relay is None or self.idle_timeout <= 0 or self.idle or self.timed_out:
+            return None
+        if self.signalled is not None:
             return None
         idle_at = self.relay.last + self.idle_timeout
         if now < idle_at:

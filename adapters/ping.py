@@ -93,7 +93,8 @@ class Pinger:
         return self._ping("/start", b"", BUDGET * START_SHARE)
 
     def finish(self, rc: int, body: bytes = b"") -> bool:
-        """Say how the run ended (once); False when the ping failed."""
+        """Say how the run ended (once), with `body` when it failed (a success attaches
+        nothing); False when the ping failed."""
         if self.finished:
             return True
         self.finished = True
@@ -101,7 +102,9 @@ class Pinger:
         if self.watch.ended is not None:
             allowed = min(allowed, END_AFTER_SIGNAL)
         suffix = "" if rc == 0 else f"/{min(rc, 255)}"
-        if rc != 0 and self.fail_after > 1 and self.failed_before() + 1 < self.fail_after:
+        if rc == 0:
+            body = b""
+        elif self.fail_after > 1 and self.failed_before() + 1 < self.fail_after:
             suffix = "/log"
         return self._ping(suffix, body, allowed)
 

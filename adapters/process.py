@@ -115,13 +115,20 @@ class PosixProcessRunner:
 
     def _outputs(self) -> tuple[Relay | None, list[tuple[int, int, int]]]:
         """Where the command's stdout and stderr go: --output-on-failure's files, through the
-        runner with --idle-timeout, else the runner's own (inherited, untouched)."""
-        kept = None if self.capture is None else self.capture.open()
+        runner with --idle-timeout or for a ping's body in the order written, else the
+        runner's own (inherited, untouched)."""
+        capture = self.capture
+        if capture is None and self.idle_timeout <= 0:
+            return None, []
+        together = _same_file(1, 2)
+        kept = None if capture is None else capture.open(together)
+        ordered = capture is not None and capture.ordered and kept is not None and not together
         relay = None
-        if self.idle_timeout > 0:
-            from adapters.relay import Relay  # noqa: PLC0415 - only with --idle-timeout
+        if self.idle_timeout > 0 or ordered:
+            from adapters.relay import Relay  # noqa: PLC0415 - only when output is watched
 
-            relay = Relay(kept or (1, 2))
+            seen = capture.seen if capture is not None and ordered else None
+            relay = Relay(kept or (1, 2), together, seen)
             kept = relay.open()
         if kept is None:
             return relay, []
@@ -209,6 +216,15 @@ def _script(word: str) -> str | None:
     except OSError:
         return None
     return path if b"\0" not in start.split(b"\n", 1)[0] else None
+
+
+def _same_file(first: int, second: int) -> bool:
+    """Whether two descriptors lead to one file, pipe or terminal (`2>&1`)."""
+    try:
+        one, other = os.fstat(first), os.fstat(second)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
 
 
 def _regular_file_offset(fd: int) -> int | None:

@@ -6,8 +6,14 @@ Only a run with the option has its output relayed; every other run passes its
 descriptors to the command untouched. Each stream goes through a pipe of its own and
 on, as it comes, to where it would have gone (the runner's stdout and stderr, or
 --output-on-failure's files): spliced in the kernel where it can be (Linux, a pipe to a
-file or a pipe), read and written otherwise. A destination that can no longer be written
-(a closed pipe) closes the stream's pipe too, so the command sees it as it would have.
+file or a pipe), read and written otherwise. Streams bound for one destination (cron's
+mail, a terminal) share one pipe, so they stay in the order written. A destination that
+can no longer be written (a closed pipe) closes the stream's pipe too, so the command
+sees it as it would have.
+
+The relay also serves a ping's body (--output-on-failure's two files): one thread then
+reads what it moves and hands it to `seen` in the order read, which is the order written
+but for writes to both streams closer together than the runner can read them.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ import os
 import select
 import threading
 import time
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CHUNK = 1 << 20
 """Bytes moved at a time from one stream."""
@@ -38,10 +48,19 @@ class Relay:
     starts moving, `close` ends it once the attempt is over.
 
     Each stream is moved by a thread of its own, in the kernel (splice) where it can be,
-    so a stream of gigabytes costs the runner's main loop nothing; `last` is read by it."""
+    so a stream of gigabytes costs the runner's main loop nothing; `last` is read by it.
+    With `seen`, one thread reads both streams, hands each piece to `seen` in the order
+    read, then writes it: stdout's before stderr's when both have some, so that a job's
+    last words (mostly on stderr) stay last."""
 
-    def __init__(self, destinations: tuple[int, int]) -> None:
-        self.destinations = destinations
+    def __init__(
+        self,
+        destinations: tuple[int, int],
+        together: bool = False,
+        seen: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self.destinations = destinations[:1] if together else destinations
+        self.seen = seen
         self.last = time.monotonic()
         """When the command last wrote (or the attempt began): monotonic seconds."""
         self.ends: tuple[int, ...] = ()
@@ -50,7 +69,8 @@ class Relay:
         self.stopping = False
 
     def open(self) -> tuple[int, int]:
-        """The write ends for the command's stdout and stderr."""
+        """The write ends for the command's stdout and stderr (one end for both when they
+        go to one destination)."""
         ends = []
         for _ in self.destinations:
             read, write = os.pipe()
@@ -63,8 +83,8 @@ class Relay:
             self.sources.append(read)
             ends.append(write)
         self.last = time.monotonic()
-        self.ends = (ends[0], ends[1])
-        return ends[0], ends[1]
+        self.ends = tuple(ends)
+        return ends[0], ends[-1]
 
     def handed(self) -> None:
         """The command has its ends (or could not be started): close the runner's copies, so
@@ -72,13 +92,21 @@ class Relay:
         for fd in self.ends:
             os.close(fd)
         self.ends = ()
-        for source, destination in zip(self.sources, self.destinations, strict=True):
-            thread = threading.Thread(target=self._run, args=(source, destination), daemon=True)
-            thread.start()
-            self.threads.append(thread)
+        streams = dict(zip(self.sources, self.destinations, strict=True))
+        if self.seen is not None:
+            self._thread(self._run_in_order, streams)
+            return
+        for source, destination in streams.items():
+            self._thread(self._run, {source: destination})
 
-    def _run(self, source: int, destination: int) -> None:
+    def _thread(self, target: Callable[[dict[int, int]], None], streams: dict[int, int]) -> None:
+        thread = threading.Thread(target=target, args=(streams,), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def _run(self, streams: dict[int, int]) -> None:
         """Move one stream until it ends, or until `close` asks and nothing is left to move."""
+        [(source, destination)] = streams.items()
         try:
             while True:
                 moved = _move(source, destination)
@@ -93,6 +121,36 @@ class Relay:
                     self.last = time.monotonic()
         finally:
             os.close(source)
+
+    def _run_in_order(self, streams: dict[int, int]) -> None:
+        """Move every stream as `_run` does, reading each piece and handing it to `seen`."""
+        try:
+            while streams:
+                ready = select.select(list(streams), [], [], 0 if self.stopping else WAKE)[0]
+                if not ready and self.stopping:
+                    return
+                for source in [source for source in streams if source in ready]:
+                    moved = self._copy(source, streams[source])
+                    if moved == 0:
+                        os.close(source)
+                        del streams[source]
+                    elif moved:
+                        self.last = time.monotonic()
+        finally:
+            for source in streams:
+                os.close(source)
+
+    def _copy(self, source: int, destination: int) -> int | None:
+        """As `_move`, reading what it moves and handing it to `seen` first."""
+        try:
+            data = os.read(source, CHUNK)
+        except BlockingIOError:
+            return None
+        if data and self.seen is not None:
+            self.seen(data)
+        if data and not _write_all(destination, data):
+            return 0
+        return len(data)
 
     def close(self) -> None:
         """Move what is left, then stop (a process the command left behind that still writes

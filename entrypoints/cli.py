@@ -203,7 +203,7 @@ def _reporting(
     if invocation.output_on_failure:
         from adapters.capture import Capture
 
-        capture = Capture(console.warn)
+        capture = Capture(console.warn, ordered=invocation.ping is not None)
     if invocation.ping is None:
         return capture, None, sink
     from adapters.ping import Pinger, PingingSink

@@ -10,9 +10,12 @@ from types import SimpleNamespace
 import pytest
 from pytest_mock import MockerFixture
 
-from adapters.capture import Capture
+from adapters.capture import RECENT, Capture
 from adapters.process import PosixProcessRunner
 from adapters.signals import SignalWatch
+from tests.procs import FIXTURES
+
+WRITES_IN_TURN = os.path.join(FIXTURES, "writes-in-turn")
 
 
 def test_no_room_for_the_output_passes_it_through_and_keeps_the_code(
@@ -33,18 +36,39 @@ def test_no_room_for_the_output_passes_it_through_and_keeps_the_code(
     assert capture.kept == []
 
 
-def test_the_tail_is_the_end_of_the_last_attempts_output(watch: SignalWatch) -> None:
-    """At most `limit` bytes: the end of stdout, then of stderr, of the last attempt only."""
-    capture = Capture(lambda text: None)
+@pytest.mark.parametrize("together", [True, False])
+def test_the_tail_is_the_end_of_the_last_attempts_output_in_the_order_written(
+    watch: SignalWatch, mocker: MockerFixture, together: bool
+) -> None:
+    """At most `limit` bytes of the last attempt only, stdout and stderr as written: from
+    its one file when the runner's stdout and stderr are one destination, else as the
+    runner moved them from the command's two pipes."""
+    mocker.patch("adapters.process._same_file", return_value=together)
+    capture = Capture(lambda text: None, ordered=True)
     runner = PosixProcessRunner(watch, capture=capture)
     runner.run(["sh", "-c", "echo first"], 0, 10)
-    runner.run(["sh", "-c", "printf 0123456789; printf ab >&2"], 0, 10)
-    assert capture.tail(limit=6) == b"6789ab"
-    assert capture.tail(limit=100) == b"0123456789ab"
+    runner.run([WRITES_IN_TURN, "0123456789", "ab", "cd"], 0, 10)
+    assert capture.tail(limit=6) == b"789abcd"[-6:]
+    assert capture.tail(limit=100) == b"0123456789abcd"
     runner.run(["sh", "-c", "head -c 200 /dev/zero | tr '\\0' x; printf ab >&2"], 0, 10)
     notice = b"[runner: the first 148 bytes of 202 were cut]\n"
     assert capture.tail(limit=100) == notice + b"x" * 52 + b"ab"
     assert capture.codes == [0, 0, 0]
+    assert all((err is None) == together for _, err in capture.kept)
+    capture.close()
+
+
+def test_what_is_seen_is_bounded(watch: SignalWatch) -> None:
+    """The output kept in the order read stays within twice RECENT, the newest kept, while
+    the count of bytes moved goes on."""
+    capture = Capture(lambda text: None, ordered=True)
+    assert capture.open() is not None
+    for _ in range(5):
+        capture.seen(b"x" * RECENT)
+    capture.seen(b"end")
+    assert len(capture.recent[-1]) <= 2 * RECENT
+    assert capture.moved[-1] == 5 * RECENT + 3
+    assert capture.tail(limit=10).endswith(b"xxend")
     capture.close()
 
 

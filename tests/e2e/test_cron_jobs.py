@@ -9,6 +9,7 @@ import http.server
 import json
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -202,6 +203,43 @@ def test_a_failure_pings_its_exit_code_with_as_much_output_as_the_service_keeps(
         notice, _ = body.split(b"\n", 1)
         cut = 20_006 - (kept - len(notice) - 1)
         assert notice == f"[runner: the first {cut} bytes of 20006 were cut]".encode()
+
+
+def test_a_failures_body_is_its_output_in_the_order_written_to_one_destination(
+    lab: Lab, service: str
+) -> None:
+    """Under cron stdout and stderr are one pipe: the body and the output shown both keep
+    the order the job wrote its lines in. Regression: the body was stdout's end, then
+    stderr's, and the output shown was all of stdout, then all of stderr."""
+    script = "echo out1; echo err1 >&2; echo out2; echo err2 >&2; exit 3"
+    result = subprocess.run(
+        [sys.executable, RUNNER, "run", "-q", "--output-on-failure", "--ping", service,
+         "--", "sh", "-c", script],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=lab.env, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert Service.pings[-1][1] == b"out1\nerr1\nout2\nerr2\n"
+    assert result.stdout == b"runner: output of attempt 1 (rc=3):\nout1\nerr1\nout2\nerr2\n"
+
+
+def test_a_failures_body_interleaves_stdout_and_stderr_kept_apart(lab: Lab, service: str) -> None:
+    """stdout and stderr to two destinations (a container's two streams): each shown on its
+    own, and the body in the order the job wrote them (the job writes each line once the
+    one before was taken). Regression: the body was stdout's end, then stderr's."""
+    result = lab.run(
+        "run", "-q", "--output-on-failure", "--ping", service, "--",
+        lab.fixture("writes-in-turn"), "out1\n", "err1\n", "out2\n", "err2\n", "out3\n",
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert Service.pings[-1][1] == b""  # a success attaches nothing
+    result = lab.run(
+        "run", "-q", "--output-on-failure", "--ping", service, "--", "sh", "-c",
+        f"{lab.fixture('writes-in-turn')} out1 err1 out2 err2 out3; exit 5",
+    )  # fmt: skip
+    assert result.returncode == 5
+    assert Service.pings[-1][1] == b"out1err1out2err2out3"
+    assert result.stdout == b"out1out2out3"
+    assert result.stderr == b"runner: output of attempt 1 (rc=5):\nerr1err2"
 
 
 def test_a_ping_url_with_a_query_keeps_it_and_pings_the_right_endpoints(

@@ -68,3 +68,16 @@ def test_a_background_process_holding_the_output_does_not_hold_the_run(lab: Lab)
     result = lab.run("run", "--idle-timeout", "1h", "--", "sh", "-c", "sleep 30 & echo started")
     assert (result.returncode, result.stdout) == (0, b"started\n")
     assert time.monotonic() - began < 10
+
+
+def test_stdout_and_stderr_bound_for_one_destination_keep_their_order(lab: Lab) -> None:
+    """Under cron stdout and stderr are one pipe: relayed, they stay one stream, in the
+    order written. Regression: each went through a pipe of its own, and lines written
+    close together came out of order."""
+    lines = "".join(f"echo out{n}; echo err{n} >&2; " for n in range(200))
+    result = subprocess.run(
+        [sys.executable, RUNNER, "run", "--idle-timeout", "1h", "--", "sh", "-c", lines],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=lab.env, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert result.stdout.decode() == "".join(f"out{n}\nerr{n}\n" for n in range(200))
