@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from adapters.activity import Activity
     from adapters.relay import Relay
     from adapters.signals import SignalWatch
     from adapters.watcher import Watcher
@@ -91,10 +92,11 @@ class Child:
         """Told when the command is asked to end, so that it does not ask twice."""
         self.run_id: bytes | None = None
         """The run's RUNNER_RUN_ID: processes a nested runner started carry another."""
-        self.relay: Relay | None = None
+        self.activity: Activity | Relay | None = None
         self.idle_timeout = 0.0
-        """--idle-timeout: with `relay`, the command's output goes through the runner, and an
-        attempt that writes nothing for this long is ended as on a timeout."""
+        """--idle-timeout: with `activity` (the writes seen where the output goes, or the
+        relay it goes through), an attempt that writes nothing for this long is ended as on
+        a timeout."""
         self.idle = False
 
     def wait(self) -> Outcome:
@@ -139,13 +141,13 @@ class Child:
     def _check_idle(self, now: float) -> float | None:
         """End an attempt that wrote nothing for --idle-timeout, as a timeout; when to look
         again (None: not to)."""
-        if self.relay is None or self.idle_timeout <= 0 or self.idle or self.timed_out:
+        if self.activity is None or self.idle_timeout <= 0 or self.idle or self.timed_out:
             return None
         if self.signalled is not None:
             return None
-        idle_at = self.relay.last + self.idle_timeout
+        idle_at = self.activity.seen_at() + self.idle_timeout
         if now < idle_at:
-            return idle_at
+            return min(idle_at, now + self.activity.look_every)
         self.idle = self.timed_out = True
         self._terminate(self.stop_signal, now)
         return None

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from adapters.activity import Activity
     from adapters.capture import Capture
     from adapters.child import Guard
     from adapters.relay import Relay
@@ -87,7 +88,7 @@ class PosixProcessRunner:
             os.lseek(0, self.stdin_start, os.SEEK_SET)
         watcher = self._watcher(timeout)
         before = frozenset(descendants(os.getpid())) if self.subreaper else frozenset()
-        relay, actions = self._outputs()
+        relay, activity, actions = self._outputs()
         try:
             started = self._start(cmd, {**self.environ, **env} if env else self.environ, actions)
         finally:
@@ -96,15 +97,19 @@ class PosixProcessRunner:
             if relay is not None:
                 relay.handed()
         if isinstance(started, Outcome):
-            return self._ended(started, relay)
+            return self._ended(started, relay, activity)
         child = Child(started, self, timeout, kill_after, before)
-        child.relay, child.idle_timeout, child.watcher = relay, self.idle_timeout, watcher
+        child.activity, child.idle_timeout, child.watcher = (
+            activity or relay,
+            self.idle_timeout,
+            watcher,
+        )
         child.run_id = (env or {}).get("RUNNER_RUN_ID", "").encode() or None
         self.watch.group = None if self.foreground else started
         if watcher is not None:
             watcher.attempt(started, child.deadline)
         try:
-            return self._ended(child.wait(), relay)
+            return self._ended(child.wait(), relay, activity)
         except BaseException:
             child.kill_and_reap()
             raise
@@ -113,26 +118,31 @@ class PosixProcessRunner:
             if watcher is not None:
                 watcher.ended()
 
-    def _outputs(self) -> tuple[Relay | None, list[tuple[int, int, int]]]:
-        """Where the command's stdout and stderr go: --output-on-failure's files, through the
-        runner with --idle-timeout or for a ping's body in the order written, else the
-        runner's own (inherited, untouched)."""
+    def _outputs(self) -> tuple[Relay | None, Activity | None, list[tuple[int, int, int]]]:
+        """Where the command's stdout and stderr go: --output-on-failure's files, else the
+        runner's own (inherited, untouched); with --idle-timeout, watched there where they
+        can be, else through the runner, as for a ping's body in the order written."""
         capture = self.capture
         if capture is None and self.idle_timeout <= 0:
-            return None, []
+            return None, None, []
         together = _same_file(1, 2)
         kept = None if capture is None else capture.open(together)
         ordered = capture is not None and capture.ordered and kept is not None and not together
-        relay = None
-        if self.idle_timeout > 0 or ordered:
+        activity = relay = None
+        if self.idle_timeout > 0 and not ordered:
+            from adapters.activity import watch  # noqa: PLC0415 - only with --idle-timeout
+
+            activity = watch(kept or (1, 2), self.idle_timeout)
+        if ordered or (self.idle_timeout > 0 and activity is None):
             from adapters.relay import Relay  # noqa: PLC0415 - only when output is watched
 
             seen = capture.seen if capture is not None and ordered else None
             relay = Relay(kept or (1, 2), together, seen)
             kept = relay.open()
         if kept is None:
-            return relay, []
-        return relay, [(os.POSIX_SPAWN_DUP2, kept[0], 1), (os.POSIX_SPAWN_DUP2, kept[1], 2)]
+            return relay, activity, []
+        dups = [(os.POSIX_SPAWN_DUP2, kept[0], 1), (os.POSIX_SPAWN_DUP2, kept[1], 2)]
+        return relay, activity, dups
 
     def _start(
         self, cmd: list[str], environment: Mapping[str, str], actions: list[tuple[int, int, int]]
@@ -194,11 +204,15 @@ class PosixProcessRunner:
             file_actions=actions,
         )
 
-    def _ended(self, outcome: Outcome, relay: Relay | None = None) -> Outcome:
+    def _ended(
+        self, outcome: Outcome, relay: Relay | None = None, activity: Activity | None = None
+    ) -> Outcome:
         """Tell the capture (if any) how the attempt it holds ended, once the relay (if any)
         has moved the last of the output."""
         if relay is not None:
             relay.close()
+        if activity is not None:
+            activity.close()
         if self.capture is not None:
             self.capture.ended(outcome.rc)
         return outcome

@@ -1,9 +1,9 @@
-"""--idle-timeout: the command's stdout and stderr through the runner, so that an attempt that
-writes nothing for too long is seen (CircleCI's no_output_timeout, Jenkins' activity
-timeout).
+"""The command's stdout and stderr through the runner: for --idle-timeout where its writes
+cannot be seen where they land (adapters.activity: /dev/null, a socket), and for a
+ping's body in the order written.
 
-Only a run with the option has its output relayed; every other run passes its
-descriptors to the command untouched. Each stream goes through a pipe of its own and
+Every other run passes its descriptors to the command untouched. Each stream goes
+through a pipe of its own and
 on, as it comes, to where it would have gone (the runner's stdout and stderr, or
 --output-on-failure's files): spliced in the kernel where it can be (Linux, a pipe to a
 file or a pipe), read and written otherwise. Streams bound for one destination (cron's
@@ -67,6 +67,13 @@ class Relay:
         self.sources: list[int] = []
         self.threads: list[threading.Thread] = []
         self.stopping = False
+
+    look_every = float("inf")
+    """`last` is kept up to date as the output moves: no need to look."""
+
+    def seen_at(self) -> float:
+        """When the command last wrote (or the attempt began): monotonic seconds."""
+        return self.last
 
     def open(self) -> tuple[int, int]:
         """The write ends for the command's stdout and stderr (one end for both when they

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import statistics
@@ -101,11 +102,15 @@ def bench_streaming(sizes: list[int], reps: int, env: dict[str, str]) -> dict[st
     rows = []
     for size in sizes:
         command = ["head", "-c", str(size), "/dev/zero"]
+        idle = runner("run", "--idle-timeout", "1h", "--", *command)
         found = medians(
             {
                 "runner": runner("run", "--", *command),
-                "idle": runner("run", "--idle-timeout", "1h", "--", *command),
+                "idle": idle,
                 "bare": command,
+                "bare_pipe": _into_a_pipe(command),
+                "runner_pipe": _into_a_pipe(runner("run", "--", *command)),
+                "idle_pipe": _into_a_pipe(idle),
             },
             reps,
             env,
@@ -118,12 +123,23 @@ def bench_streaming(sizes: list[int], reps: int, env: dict[str, str]) -> dict[st
                 "runner_ms": found["runner"]["median_ms"],
                 "ratio": found["runner"]["median_ms"] / found["bare"]["median_ms"],
                 "idle_timeout_ratio": found["idle"]["median_ms"] / found["bare"]["median_ms"],
+                "pipe_bare_ms": found["bare_pipe"]["median_ms"],
+                "pipe_runner_ms": found["runner_pipe"]["median_ms"],
+                "pipe_idle_ms": found["idle_pipe"]["median_ms"],
+                "pipe_idle_timeout_ratio": (
+                    found["idle_pipe"]["median_ms"] / found["bare_pipe"]["median_ms"]
+                ),
                 "extra_ms": extra,
                 "extra_net_of_start_up_ms": extra - start_up,
                 "runner_peak_rss_mib": found["runner"]["peak_rss_mib"],
             }
         )
     return {"start_up_ms": start_up, "sizes": rows, "target_rss_mib": 30}
+
+
+def _into_a_pipe(argv: list[str]) -> list[str]:
+    """argv with its stdout into a pipe that cat empties, as cron's mail pipe or a pod's."""
+    return ["sh", "-c", f"{shlex.join(argv)} | cat >/dev/null"]
 
 
 def bench_timeout(reps: int, env: dict[str, str], scratch: Path, limit: float) -> dict[str, Any]:
@@ -287,6 +303,17 @@ def table(results: dict[str, Any]) -> list[str]:
                 "~0",
             ),
             (f"stream {size}: runner peak RSS", f"{row['runner_peak_rss_mib']:.1f} MiB", "< 30"),
+            (
+                f"stream {size} into a pipe: bare / runner / --idle-timeout 1h",
+                f"{row['pipe_bare_ms']:.0f} / {row['pipe_runner_ms']:.0f} / "
+                f"{row['pipe_idle_ms']:.0f} ms ({row['pipe_idle_timeout_ratio']:.2f}x)",
+                "<= 1.10x",
+            ),
+            (
+                f"stream {size} to /dev/null with --idle-timeout 1h (relayed): against bare",
+                f"{row['idle_timeout_ratio']:.2f}x",
+                "",
+            ),
         ]
     t = results["timeout"]
     rows += [

@@ -12,8 +12,8 @@ OPTIONS = {
     "--idle-timeout": (
         "DURATION",
         "end an attempt that writes nothing to stdout or stderr for this long, as a timeout "
-        "(its output then goes through the runner)",
-        "0, no limit: the output passes straight through",
+        "(writes seen where they land; to /dev/null or a socket, through the runner)",
+        "0, no limit",
     ),
     "--kill-after": (
         "DURATION",
