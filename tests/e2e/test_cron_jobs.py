@@ -8,7 +8,9 @@ import base64
 import http.server
 import json
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -437,6 +439,67 @@ def test_a_redirect_elsewhere_is_not_followed_and_carries_no_credential(
         f"runner: ping start failed {refused}",
         f"runner: ping success failed {refused}",
     ]
+
+
+class Secure(http.server.BaseHTTPRequestHandler):
+    """An https service that sends every ping to `target` (its own port put in), and
+    records the pings that reach `/moved…`."""
+
+    target: ClassVar[str] = ""
+    reached: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        if self.path.startswith("/moved"):
+            self.reached.append(self.path)
+            self.send_response(200)
+        else:
+            self.send_response(302)
+            port = self.headers.get("Host", "").rpartition(":")[2]
+            self.send_header("Location", self.target.format(port=port) + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl to make a certificate")
+def test_a_redirect_from_https_to_http_is_not_followed(lab: Lab) -> None:
+    """A real TLS service on loopback (a certificate of the test's own, trusted through
+    SSL_CERT_FILE): a redirect on the same host and port is followed over https, and
+    refused when it would go on over plain http, where the credentials would be read."""
+    cert, key = lab.tmp / "cert.pem", lab.tmp / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Secure)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://ops:secret@127.0.0.1:{server.server_address[1]}/{SECRET}"
+    try:
+        said = {}
+        for scheme in ("https", "http"):
+            Secure.target, Secure.reached = scheme + "://127.0.0.1:{port}/moved", []
+            result = lab.run("run", "--ping", url, "--", "true",
+                             env={"SSL_CERT_FILE": str(cert)})  # fmt: skip
+            assert result.returncode == 0
+            said[scheme] = (result.stderr.decode().splitlines(), len(Secure.reached))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert said["https"] == ([], 2)
+    refused = "(redirected to another place (302), not followed); the run goes on"
+    assert said["http"] == (
+        [f"runner: ping start failed {refused}", f"runner: ping success failed {refused}"],
+        0,
+    )
 
 
 def test_too_many_requests_is_tried_again(lab: Lab, service: str) -> None:
