@@ -125,6 +125,8 @@ class Service(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if self.behaviour == "slow":  # answers, a second and a half late
+            time.sleep(1.5)
         if self.behaviour == "hang" or (self.behaviour, start) in (
             ("hang-end", False),
             ("hang-start", True),
@@ -291,6 +293,19 @@ def test_a_ping_that_fails_is_a_warning_and_never_changes_the_exit_code(
     assert json.loads(lab.log.read_text())["ping_failed"] is True
     if behaviour == "fail":
         assert len(Service.pings) == 6  # three tries each for start and the end
+
+
+def test_a_slow_service_gets_every_ping_and_adds_only_its_own_time(lab: Lab, service: str) -> None:
+    """A service that answers each ping 1.5 s late: both pings arrive, nothing is said,
+    and the run is longer by about their time (within the 10 s budget)."""
+    Service.behaviour = "slow"
+    begun = time.monotonic()
+    result = lab.run("run", "--ping", service, "--", "true", timeout=60)
+    took = time.monotonic() - begun
+    assert (result.returncode, result.stderr) == (0, b"")
+    paths = [urllib.parse.urlsplit(path).path for path, _ in Service.pings]
+    assert paths == [f"/{SECRET}/start", f"/{SECRET}"]
+    assert 3.0 <= took < 10 + 3
 
 
 def test_a_run_longer_than_the_ping_budget_still_sends_its_end_ping(lab: Lab, service: str) -> None:
