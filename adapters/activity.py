@@ -47,6 +47,9 @@ class Activity:
         self.last = time.monotonic()
         """When a write was last seen (or the attempt began): monotonic seconds."""
         self.look_every = max(LOOK_AT_LEAST, min(LOOK_EVERY, idle / 10))
+        self.blind = False
+        """Whether a watch could not be set again: the writes can no longer be seen, and
+        the attempt is taken as writing (never ended for a silence it cannot see)."""
 
     def arm(self) -> bool:
         """Set a watch for the next write to each destination; False when one cannot be."""
@@ -60,9 +63,9 @@ class Activity:
                 written = True
         except OSError:  # BlockingIOError: none (more)
             pass
-        if written:
+        if written or self.blind:
             self.last = time.monotonic()
-            self.arm()
+            self.blind = self.blind or not self.arm()  # (never seen to fail)
         return self.last
 
     def close(self) -> None:

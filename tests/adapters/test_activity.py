@@ -73,3 +73,19 @@ def test_looks_are_a_tenth_of_the_idle_timeout_a_second_at_most(tmp_path: Path) 
             seen.close()
     finally:
         os.close(fd)
+
+
+def test_a_watch_that_cannot_be_set_again_never_reads_as_silence(tmp_path: Path) -> None:
+    """Were the kernel to refuse the watch after a write (no watch left for this user),
+    the writes could no longer be seen: the attempt is taken as writing, never ended."""
+    fd = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT, 0o600)
+    seen = watch((fd, fd), 10)
+    assert seen is not None
+    seen.add = lambda *args: -1
+    os.write(fd, b"x")
+    for _ in range(3):
+        before = seen.last
+        _later_than(before)
+        assert seen.seen_at() > before
+    seen.close()
+    os.close(fd)
