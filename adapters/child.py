@@ -141,13 +141,12 @@ class Child:
     def _check_idle(self, now: float) -> float | None:
         """End an attempt that wrote nothing for --idle-timeout, as a timeout; when to look
         again (None: not to)."""
-        if self.activity is None or self.idle_timeout <= 0 or self.idle or self.timed_out:
+        activity = self.activity if self.idle_timeout > 0 else None
+        if activity is None or self.idle or self.timed_out or self.signalled is not None:
             return None
-        if self.signalled is not None:
-            return None
-        idle_at = self.activity.seen_at() + self.idle_timeout
+        idle_at = activity.seen_at() + self.idle_timeout
         if now < idle_at:
-            return min(idle_at, now + self.activity.look_every)
+            return min(idle_at, now + activity.look_every)
         self.idle = self.timed_out = True
         self._terminate(self.stop_signal, now)
         return None

@@ -3,13 +3,12 @@ cannot be seen where they land (adapters.activity: /dev/null, a socket), and for
 ping's body in the order written.
 
 Every other run passes its descriptors to the command untouched. Each stream goes
-through a pipe of its own and
-on, as it comes, to where it would have gone (the runner's stdout and stderr, or
---output-on-failure's files): spliced in the kernel where it can be (Linux, a pipe to a
-file or a pipe), read and written otherwise. Streams bound for one destination (cron's
-mail, a terminal) share one pipe, so they stay in the order written. A destination that
-can no longer be written (a closed pipe) closes the stream's pipe too, so the command
-sees it as it would have.
+through a pipe of its own and on, as it comes, to where it would have gone (the runner's
+stdout and stderr, or --output-on-failure's files): spliced in the kernel where it can
+be (Linux, a pipe to a file or a pipe), read and written otherwise. Streams bound for
+one destination (cron's mail, a terminal) share one pipe, so they stay in the order
+written. A destination that can no longer be written (a closed pipe) closes the
+stream's pipe too, so the command sees it as it would have.
 
 The relay also serves a ping's body (--output-on-failure's two files): one thread then
 reads what it moves and hands it to `seen` in the order read, which is the order written
