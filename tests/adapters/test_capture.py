@@ -48,7 +48,7 @@ def test_the_tail_is_the_end_of_the_last_attempts_output_in_the_order_written(
     runner = PosixProcessRunner(watch, capture=capture)
     runner.run(["sh", "-c", "echo first"], 0, 10)
     runner.run([WRITES_IN_TURN, "0123456789", "ab", "cd"], 0, 10)
-    assert capture.tail(limit=6) == b"789abcd"[-6:]
+    assert capture.tail(limit=6) == b"89abcd"
     assert capture.tail(limit=100) == b"0123456789abcd"
     runner.run(["sh", "-c", "head -c 200 /dev/zero | tr '\\0' x; printf ab >&2"], 0, 10)
     notice = b"[runner: the first 148 bytes of 202 were cut]\n"
